@@ -1,0 +1,14 @@
+#include "loadout.h"
+
+VALUE lo_mNative;
+
+/* Init only: each component registers its own functions under Loadout::Native. */
+RUBY_FUNC_EXPORTED void
+Init_loadout_ext(void)
+{
+    VALUE mLoadout = rb_define_module("Loadout");
+    lo_mNative = rb_define_module_under(mLoadout, "Native");
+    rb_gc_register_address(&lo_mNative);
+
+    lo_scan_native_init(lo_mNative);
+}

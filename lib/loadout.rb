@@ -1,0 +1,12 @@
+# frozen_string_literal: true
+
+require "loadout/version"
+require "loadout/error"
+require "loadout/native"
+require "loadout/instrumentation"
+
+# loadout makes Ruby processes start and build fast by removing redundant filesystem and
+# compile work. See README.md for the public API; anything not documented there is internal.
+module Loadout
+  autoload :Scan, "loadout/scan"
+end
