@@ -43,7 +43,9 @@ typedef struct lo_scan_state {
     lo_scan_visitor visitor;
 
     /* resources, released by lo_scan_release even if a visitor callback longjmps */
-    DIR *open_dir;
+    DIR *open_dir;       /* portable reader */
+    int open_fd;         /* Linux getdents64 reader; -1 when none is open */
+    char dents[32768];   /* getdents64 buffer */
     char *path;          /* root + "/" + rel of the entry being looked at */
     size_t path_cap;
     lo_scan_node **stack;

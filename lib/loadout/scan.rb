@@ -110,7 +110,7 @@ module Loadout
         path = full(node.rel)
         begin
           stat = File.stat(path)
-          names = Dir.children(path)
+          entries = read_entries(path)
         rescue Errno::ENOENT, Errno::ENOTDIR => e
           @errors << [node.rel, e.class::Errno] if node.parent
           return
@@ -131,37 +131,75 @@ module Loadout
         @dirs << node.rel
         @mtimes << (stat.mtime.to_i * 1_000_000_000) + stat.mtime.nsec
 
-        dir_names = subdirectory_names(path)
         children = []
-        names.each do |name|
-          name.force_encoding(Encoding::UTF_8)
+        entries.each do |name, kind|
           unless name.valid_encoding?
             @errors << [join(node.rel, name).b, :invalid_encoding]
             next
           end
-          if dir_names.include?(name)
+          requirable = @extensions.any? { |ext| name.end_with?(ext) }
+          if kind == :unknown
+            # A symlink or an unknown type: follow it, as open(2) in require would.
+            begin
+              st = File.stat(full(join(node.rel, name)))
+              kind = st.directory? ? :directory : (st.file? ? :file : :other)
+            rescue SystemCallError => e
+              @errors << [join(node.rel, name), e.class::Errno] if requirable
+              next
+            end
+          end
+          if kind == :directory
             next if @ignore_names.include?(name)
             next if !@ignore_paths.empty? && @ignore_paths.include?("#{@prefix}#{join(node.rel, name)}")
 
             children << Node.new(join(node.rel, name), node)
-          elsif @extensions.any? { |ext| name.end_with?(ext) }
-            rel = join(node.rel, name)
-            begin
-              @files << rel if File.stat(full(rel)).file?
-            rescue SystemCallError => e
-              @errors << [rel, e.class::Errno]
-            end
+          elsif kind == :file && requirable
+            @files << join(node.rel, name)
           end
         end
         children
       end
 
-      def subdirectory_names(path)
-        names = Dir.glob("*/", File::FNM_DOTMATCH, base: path, sort: false)
-        names.map! { |n| n.chomp("/").force_encoding(Encoding::UTF_8) }
-        names.delete(".")
-        names.delete("..")
-        names.to_set
+      # [[name, kind]] for every entry but . and .., names tagged UTF-8; kind is :directory,
+      # :file, :unknown (a link or unknown type: stat it) or :other. Raises SystemCallError when
+      # the directory cannot be read, before anything about it is recorded.
+      if Dir.respond_to?(:scan)
+        # Ruby 4.1+ (Feature #21800): Dir.scan yields each name with its d_type, like the C walk.
+        def read_entries(path)
+          entries = []
+          Dir.scan(path) do |name, type|
+            next if name == "." || name == ".."
+
+            kind = case type
+                   when :directory then :directory
+                   when :file then :file
+                   when :link, :unknown, nil then :unknown
+                   else :other
+                   end
+            entries << [name.dup.force_encoding(Encoding::UTF_8), kind]
+          end
+          entries
+        end
+      else
+        # Without d_type in Ruby, a glob for "*/" finds the subdirectories (glob uses d_type
+        # internally) and every requirable name costs one stat, since it may be a link.
+        def read_entries(path)
+          names = Dir.children(path)
+          dirs = Dir.glob("*/", File::FNM_DOTMATCH, base: path, sort: false)
+          dirs.map! { |n| n.chomp("/").force_encoding(Encoding::UTF_8) }
+          dirs = dirs.to_set
+          names.map! do |name|
+            name.force_encoding(Encoding::UTF_8)
+            kind = if dirs.include?(name)
+                     :directory
+                   elsif @extensions.any? { |ext| name.end_with?(ext) }
+                     :unknown
+                   else
+                     :other
+                   end
+            [name, kind]
+          end
+        end
       end
     end
     private_constant :RubyWalk

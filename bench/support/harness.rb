@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+# Shared helpers for bench/ scripts: interleaved rounds, medians, ratio tables, strace counts.
+module Bench
+  module_function
+
+  def clock
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  def time_ms
+    t = clock
+    yield
+    (clock - t) * 1000.0
+  end
+
+  def median(values)
+    sorted = values.sort
+    mid = sorted.size / 2
+    sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+  end
+
+  # Runs each named block once per round, in a rotating order so no scenario always goes first;
+  # returns { name => [ms, ...] }.
+  def interleave(rounds, scenarios)
+    samples = Hash.new { |h, k| h[k] = [] }
+    names = scenarios.keys
+    rounds.times do |round|
+      names.rotate(round).each { |name| samples[name] << time_ms(&scenarios[name]) }
+    end
+    samples
+  end
+
+  def table(rows, headers)
+    widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |r| r[i].to_s }).map(&:size).max }
+    line = ->(cells) { "| " + cells.each_with_index.map { |c, i| c.to_s.ljust(widths[i]) }.join(" | ") + " |" }
+    [line.(headers), "|" + widths.map { |w| "-" * (w + 2) }.join("|") + "|", *rows.map(&line)].join("\n")
+  end
+
+  def strace?
+    system("command -v strace >/dev/null 2>&1")
+  end
+
+  # Total syscalls (and the per-call table) of a command under `strace -c -f`, or nil without strace.
+  def syscalls(cmd, env: {})
+    return nil unless strace?
+
+    require "open3"
+    _out, err, _st = Open3.capture3(env, "strace", "-c", "-f", "-qq", *cmd)
+    total = err.lines.grep(/\btotal\b/).last
+    counts = err.lines.filter_map do |l|
+      cols = l.split
+      [cols.last, cols[3].to_i] if cols.size >= 5 && cols[3] =~ /\A\d+\z/ && cols.last != "total"
+    end.to_h
+    { total: total ? total.split[3].to_i : counts.values.sum, calls: counts }
+  end
+
+  def fmt(ms)
+    format("%.1f", ms)
+  end
+end
