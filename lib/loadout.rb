@@ -9,4 +9,6 @@ require "loadout/instrumentation"
 # compile work. See README.md for the public API; anything not documented there is internal.
 module Loadout
   autoload :Scan, "loadout/scan"
+  autoload :Store, "loadout/store"
+  autoload :Journal, "loadout/journal"
 end

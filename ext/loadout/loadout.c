@@ -11,4 +11,5 @@ Init_loadout_ext(void)
     rb_gc_register_address(&lo_mNative);
 
     lo_scan_native_init(lo_mNative);
+    lo_store_native_init(lo_mNative);
 }

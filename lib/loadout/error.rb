@@ -16,4 +16,48 @@ module Loadout
 
     attr_reader :name, :value, :accepted
   end
+
+  # A command-line mistake (unknown command, bad option or argument). The CLI prints the message
+  # and +usage+ on stderr and exits 1.
+  class UsageError < Error
+    def initialize(message, usage = nil)
+      @usage = usage
+      super(message)
+    end
+
+    attr_reader :usage
+  end
+
+  # A store file cannot be opened or written (EACCES, EROFS, ENOSPC, a directory in its place...).
+  # Raised only by stores opened without fail_safe: the caches open theirs with fail_safe: true,
+  # which degrades to read-only or empty with one warning instead.
+  class StoreError < Error
+    def initialize(path, problem, fix)
+      @path = path
+      @problem = problem
+      @fix = fix
+      super("store #{path}: #{problem}; #{fix}")
+    end
+
+    attr_reader :path, :problem, :fix
+  end
+
+  # The store file was written by a newer loadout whose record format this version cannot read.
+  class StoreVersionError < StoreError; end
+
+  # A Journal directory cannot be used, or a write/fdatasync to it failed (after which the
+  # journal refuses further appends: the kernel may already have dropped the unsynced data).
+  class JournalError < Error
+    def initialize(path, problem, fix)
+      @path = path
+      @problem = problem
+      @fix = fix
+      super("journal #{path}: #{problem}; #{fix}")
+    end
+
+    attr_reader :path, :problem, :fix
+  end
+
+  # Another process (or another Journal object) holds the journal directory.
+  class JournalLockedError < JournalError; end
 end

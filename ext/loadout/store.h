@@ -1,0 +1,101 @@
+#ifndef LOADOUT_STORE_H
+#define LOADOUT_STORE_H 1
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Store record framing, log parsing and hint parsing: bytes only, no VALUE (the Ruby binding is
+ * store_native.c; the Ruby twin is lib/loadout/store/format.rb and must produce the same bytes).
+ *
+ * One record (all integers little-endian):
+ *
+ *   0      2       3       4          8          12         16         20
+ *   +------+-------+-------+----------+----------+----------+----------+-----+-------+
+ *   | magic| vers. | flags | key len  | val len  | hdr crc  | body crc | key | value |
+ *   | D5 4C|  u8   |  u8   |   u32    |   u32    |   u32    |   u32    |     |       |
+ *   +------+-------+-------+----------+----------+----------+----------+-----+-------+
+ *
+ *   hdr crc  = crc32c(bytes 0..11)                 -- lengths are trusted only when it matches
+ *   body crc = crc32c(key ++ value, seed: hdr crc)  -- so it covers header and payload
+ *
+ * The first 16 bytes keep this layout in every future version, so a newer file is recognised
+ * (valid header CRC, larger version byte) instead of being mistaken for garbage.
+ */
+
+#define LO_STORE_HEADER 20
+#define LO_STORE_VERSION 1
+#define LO_STORE_MAGIC0 0xD5
+#define LO_STORE_MAGIC1 0x4C
+#define LO_STORE_PUT 0
+#define LO_STORE_DELETE 1
+#define LO_STORE_META 2
+#define LO_STORE_MAX_KEY (1u << 20)
+#define LO_STORE_MAX_VALUE (1u << 30)
+
+/* Writes the record for (flags, key, value) into out, which holds LO_STORE_HEADER + klen + vlen. */
+void lo_store_frame(unsigned char *out, int flags, const char *key, size_t klen, const char *val, size_t vlen);
+
+typedef struct lo_store_parse_result {
+    uint64_t good_end;        /* absolute offset just past the last valid record */
+    uint64_t corrupt_records; /* damaged regions skipped before good_end */
+    uint64_t corrupt_bytes;
+    int newer_version;        /* a record of a newer format was found; parsing stopped there */
+} lo_store_parse_result;
+
+typedef void lo_store_record_fn(void *ctx, int flags, const unsigned char *key, size_t klen,
+                                uint64_t off, uint64_t len);
+
+/*
+ * Walks buf (the file bytes from absolute offset base) and calls fn for every valid record.
+ * A record whose header CRC fails is skipped by searching for the next valid header; one whose
+ * body CRC fails is skipped by its (header-checked) length. Damage after the last valid record
+ * is the tail (torn or still being written): it is not counted, and good_end stops before it.
+ */
+void lo_store_parse(const unsigned char *buf, size_t n, uint64_t base, lo_store_record_fn *fn, void *ctx,
+                    lo_store_parse_result *out);
+
+/*
+ * Checks one whole record read back for a get: framing, both CRCs, flags == PUT, exact key.
+ * Returns the value length and sets *voff, or -1 when anything is wrong.
+ */
+int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, size_t klen, size_t *voff);
+
+/*
+ * Hint file (all little-endian):
+ *   0 "LOHINT\0\1"  8 dev u64  16 ino u64  24 covered_end u64  32 tail_crc u32  36 count u32
+ *   40 live_bytes  48 garbage_bytes  56 garbage_records  64 corrupt_records  72 corrupt_bytes (u64 each)
+ *   80 entries: off u64, reclen u32, klen u32, key ... ; then crc32c of everything before it (u32)
+ */
+#define LO_HINT_HEADER 80
+#define LO_HINT_NFIELDS 9
+
+typedef void lo_hint_entry_fn(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen);
+
+/* Validates a hint; fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, tail_crc, live_bytes,
+ * garbage_bytes, garbage_records, corrupt_records, corrupt_bytes) and calls fn per entry.
+ * Returns 0, or -1 when the hint is damaged (nothing was reported through fn then). */
+int lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hint_entry_fn *fn, void *ctx);
+
+/*
+ * A hint loaded for lookups without building a Ruby Hash: an open-addressing table of entry
+ * offsets into the (validated) hint bytes, hashed with crc32c. Building it for 6,300 keys takes
+ * tens of microseconds; the Ruby Hash is built only if the store needs every key (each, writes).
+ */
+typedef struct lo_hint_table {
+    uint32_t *slots;  /* entry offset + 1 into the hint bytes; 0 = empty */
+    size_t mask;
+    uint32_t count;
+} lo_hint_table;
+
+/* Validates buf like lo_store_hint_parse (filling fields) and builds t. Returns 0, or -1 when the
+ * hint is damaged, -2 when out of memory. */
+int lo_hint_table_build(lo_hint_table *t, const unsigned char *buf, size_t n, uint64_t *fields);
+
+/* Finds key; returns 1 and sets *off and *reclen, or 0. buf must be the bytes the table was built on. */
+int lo_hint_table_lookup(const lo_hint_table *t, const unsigned char *buf, const char *key, size_t klen,
+                         uint64_t *off, uint32_t *reclen);
+
+void lo_hint_table_free(lo_hint_table *t);
+
+#endif

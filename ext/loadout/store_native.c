@@ -1,0 +1,439 @@
+/*
+ * Ruby binding of store.c and crc32c.c, registered on Loadout::Native as store_* functions.
+ * Loadout::Store::Format checks arguments before calling these; the Ruby twins live in
+ * lib/loadout/store/format.rb and lib/loadout/store/crc32c.rb.
+ */
+#include "loadout.h"
+#include "store.h"
+#include "crc32c.h"
+
+#include "ruby/thread.h"
+#include "ruby/encoding.h"
+#include <errno.h>
+#include <unistd.h>
+
+static uint32_t
+seed_arg(VALUE seed)
+{
+    return (uint32_t)NUM2ULONG(seed);
+}
+
+static VALUE
+lo_native_store_crc32c(VALUE self, VALUE str, VALUE seed)
+{
+    StringValue(str);
+    return ULONG2NUM(lo_crc32c(seed_arg(seed), RSTRING_PTR(str), (size_t)RSTRING_LEN(str)));
+}
+
+static VALUE
+lo_native_store_crc32c_sw(VALUE self, VALUE str, VALUE seed)
+{
+    StringValue(str);
+    return ULONG2NUM(lo_crc32c_sw(seed_arg(seed), RSTRING_PTR(str), (size_t)RSTRING_LEN(str)));
+}
+
+static VALUE
+lo_native_store_crc32c_hardware_p(VALUE self)
+{
+    return lo_crc32c_hardware() ? Qtrue : Qfalse;
+}
+
+static void
+check_lengths(long klen, long vlen)
+{
+    if (klen > (long)LO_STORE_MAX_KEY) rb_raise(rb_eArgError, "key is %ld bytes; the limit is %u", klen, LO_STORE_MAX_KEY);
+    if (vlen > (long)LO_STORE_MAX_VALUE) rb_raise(rb_eArgError, "value is %ld bytes; the limit is %u", vlen, LO_STORE_MAX_VALUE);
+}
+
+/* Appends the record for (flags, key, value) to buf (a binary String) and returns buf. */
+static VALUE
+frame_into(VALUE buf, int flags, const char *key, long klen, const char *val, long vlen)
+{
+    check_lengths(klen, vlen);
+    long old = RSTRING_LEN(buf);
+    long total = LO_STORE_HEADER + klen + vlen;
+    /* Grow geometrically: rb_str_modify_expand alone would realloc on every append. */
+    long capa = (long)rb_str_capacity(buf);
+    if (capa - old < total) {
+        long want = old + total > 2 * capa ? old + total : 2 * capa;
+        rb_str_modify_expand(buf, want - old);
+    }
+    lo_store_frame((unsigned char *)RSTRING_PTR(buf) + old, flags, key, (size_t)klen, val, (size_t)vlen);
+    rb_str_set_len(buf, old + total);
+    return buf;
+}
+
+static VALUE
+lo_native_store_frame_into(VALUE self, VALUE buf, VALUE flags, VALUE key, VALUE value)
+{
+    StringValue(buf);
+    StringValue(key);
+    StringValue(value);
+    rb_str_modify(buf);
+    return frame_into(buf, NUM2INT(flags), RSTRING_PTR(key), RSTRING_LEN(key), RSTRING_PTR(value), RSTRING_LEN(value));
+}
+
+/* The Journal's hot path: key = id as 8 big-endian bytes, no Ruby String for the key. */
+static VALUE
+lo_native_store_frame_id_into(VALUE self, VALUE buf, VALUE flags, VALUE id, VALUE value)
+{
+    StringValue(buf);
+    StringValue(value);
+    rb_str_modify(buf);
+    uint64_t n = NUM2ULL(id);
+    char key[8];
+    for (int i = 0; i < 8; i++) key[i] = (char)(n >> (56 - 8 * i));
+    return frame_into(buf, NUM2INT(flags), key, 8, RSTRING_PTR(value), RSTRING_LEN(value));
+}
+
+static void
+on_record(void *ctx, int flags, const unsigned char *key, size_t klen, uint64_t off, uint64_t len)
+{
+    VALUE ary = (VALUE)ctx;
+    rb_ary_push(ary, INT2FIX(flags));
+    rb_ary_push(ary, rb_obj_freeze(rb_str_new((const char *)key, (long)klen))); /* see on_hint_entry */
+    rb_ary_push(ary, ULL2NUM(off));
+    rb_ary_push(ary, ULL2NUM(len));
+}
+
+/* -> [[flags, key, off, len, ...], good_end, corrupt_records, corrupt_bytes, newer_version] */
+static VALUE
+lo_native_store_parse(VALUE self, VALUE buf, VALUE base)
+{
+    StringValue(buf);
+    buf = rb_str_new_frozen(buf);
+    VALUE entries = rb_ary_new();
+    lo_store_parse_result r;
+    lo_store_parse((const unsigned char *)RSTRING_PTR(buf), (size_t)RSTRING_LEN(buf), NUM2ULL(base),
+                   on_record, (void *)entries, &r);
+    RB_GC_GUARD(buf);
+    return rb_ary_new_from_args(5, entries, ULL2NUM(r.good_end), ULL2NUM(r.corrupt_records),
+                                ULL2NUM(r.corrupt_bytes), r.newer_version ? Qtrue : Qfalse);
+}
+
+/* The value of a record read back for a get, or nil when it fails any check. */
+static VALUE
+lo_native_store_verify(VALUE self, VALUE rec, VALUE key)
+{
+    StringValue(rec);
+    StringValue(key);
+    size_t voff = 0;
+    int64_t vlen = lo_store_verify((const unsigned char *)RSTRING_PTR(rec), (size_t)RSTRING_LEN(rec),
+                                   RSTRING_PTR(key), (size_t)RSTRING_LEN(key), &voff);
+    if (vlen < 0) return Qnil;
+    return rb_str_new(RSTRING_PTR(rec) + voff, (long)vlen);
+}
+
+static void
+on_hint_entry(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen)
+{
+    /* Index values pack the record as (length << 40) | offset: one Integer per key. The key is
+     * frozen first: Hash#[]= would otherwise copy it into the VM's interned-string table, which
+     * doubled the cost of loading a 6,300-entry hint. */
+    VALUE k = rb_obj_freeze(rb_str_new((const char *)key, (long)klen));
+    rb_hash_aset((VALUE)ctx, k, ULL2NUM(((uint64_t)reclen << 40) | off));
+}
+
+/* -> [[dev, ino, covered_end, tail_crc, live_bytes, garbage_bytes, garbage_records,
+ *      corrupt_records, corrupt_bytes], {key => packed}] or nil when the hint is damaged. */
+static VALUE
+lo_native_store_hint_parse(VALUE self, VALUE buf)
+{
+    StringValue(buf);
+    buf = rb_str_new_frozen(buf);
+    uint64_t fields[LO_HINT_NFIELDS];
+    VALUE index = rb_hash_new();
+    int rc = lo_store_hint_parse((const unsigned char *)RSTRING_PTR(buf), (size_t)RSTRING_LEN(buf), fields,
+                                 on_hint_entry, (void *)index);
+    RB_GC_GUARD(buf);
+    if (rc != 0) return Qnil;
+    VALUE ary = rb_ary_new_capa(LO_HINT_NFIELDS);
+    for (int i = 0; i < LO_HINT_NFIELDS; i++) rb_ary_push(ary, ULL2NUM(fields[i]));
+    return rb_assoc_new(ary, index);
+}
+
+typedef struct {
+    int fd;
+    int rc;
+    int err;
+} sync_args;
+
+static void *
+sync_nogvl(void *p)
+{
+    sync_args *a = p;
+#ifdef HAVE_FDATASYNC
+    a->rc = fdatasync(a->fd);
+#else
+    a->rc = fsync(a->fd);
+#endif
+    a->err = errno;
+    return NULL;
+}
+
+/*
+ * fdatasync(2) without the GVL, so other threads keep appending while the disk flushes (group
+ * commit). Any error raises and is never retried: unlike IO#fdatasync, which falls back to fsync
+ * and can swallow an EIO, after which the kernel may have dropped the dirty pages.
+ */
+static VALUE
+lo_native_store_fdatasync(VALUE self, VALUE fd)
+{
+    sync_args a = { NUM2INT(fd), 0, 0 };
+    rb_thread_call_without_gvl(sync_nogvl, &a, RUBY_UBF_IO, NULL);
+    if (a.rc != 0) rb_syserr_fail(a.err, "store_fdatasync");
+    return Qnil;
+}
+
+/*
+ * Loadout::Native::JournalBuffer: the Journal's in-process buffer and id counter. Each method is
+ * one C call that never releases the GVL, so appends from several threads are atomic without a
+ * Ruby Mutex (the :none hot path is then ~4 Ruby operations). Writing the buffer is the Journal's
+ * job: #take swaps in an empty buffer and hands back the full one. Ruby twin: Journal::RubyBuffer.
+ */
+typedef struct {
+    VALUE buf;
+    unsigned long long next_id;
+    unsigned long long reserved;
+    long limit;
+    int open; /* 0 after #disable: every #append returns nil (closed, failed or forked) */
+} lo_jbuf;
+
+static void
+jbuf_mark(void *p)
+{
+    rb_gc_mark(((lo_jbuf *)p)->buf);
+}
+
+static size_t
+jbuf_size(const void *p)
+{
+    return sizeof(lo_jbuf);
+}
+
+static const rb_data_type_t jbuf_type = {
+    "Loadout::Native::JournalBuffer",
+    { jbuf_mark, RUBY_TYPED_DEFAULT_FREE, jbuf_size, NULL, { NULL } },
+    0, 0, RUBY_TYPED_FREE_IMMEDIATELY
+};
+
+static VALUE
+jbuf_alloc(VALUE klass)
+{
+    lo_jbuf *jb;
+    VALUE obj = TypedData_Make_Struct(klass, lo_jbuf, &jbuf_type, jb);
+    jb->buf = Qnil;
+    return obj;
+}
+
+static lo_jbuf *
+jbuf_get(VALUE self)
+{
+    return rb_check_typeddata(self, &jbuf_type);
+}
+
+static VALUE
+new_buffer(long limit)
+{
+    VALUE buf = rb_str_buf_new(limit + limit / 2);
+    rb_enc_associate_index(buf, rb_ascii8bit_encindex());
+    return buf;
+}
+
+static VALUE
+jbuf_initialize(VALUE self, VALUE next_id, VALUE reserved, VALUE limit)
+{
+    lo_jbuf *jb = jbuf_get(self);
+    jb->next_id = NUM2ULL(next_id);
+    jb->reserved = NUM2ULL(reserved);
+    jb->limit = NUM2LONG(limit);
+    jb->open = 1;
+    RB_OBJ_WRITE(self, &jb->buf, new_buffer(jb->limit));
+    return self;
+}
+
+/*
+ * Frames payload under the next id and returns the id, or -id when the buffer is now full (the
+ * caller writes it out). nil, with nothing framed, when the id is not reserved yet or the buffer
+ * was disabled: the caller takes its slow path, which knows why.
+ */
+static VALUE
+jbuf_append(VALUE self, VALUE payload)
+{
+    lo_jbuf *jb = jbuf_get(self);
+    StringValue(payload);
+    if (!jb->open || jb->next_id > jb->reserved) return Qnil;
+    unsigned long long id = jb->next_id;
+    lo_native_store_frame_id_into(Qnil, jb->buf, INT2FIX(LO_STORE_PUT), ULL2NUM(id), payload);
+    jb->next_id = id + 1;
+    if (RSTRING_LEN(jb->buf) >= jb->limit) return LL2NUM(-(long long)id);
+    return ULL2NUM(id);
+}
+
+static VALUE
+jbuf_disable(VALUE self)
+{
+    jbuf_get(self)->open = 0;
+    return Qnil;
+}
+
+static VALUE
+jbuf_frame(VALUE self, VALUE flags, VALUE key, VALUE value)
+{
+    lo_native_store_frame_into(Qnil, jbuf_get(self)->buf, flags, key, value);
+    return self;
+}
+
+static VALUE
+jbuf_frame_id(VALUE self, VALUE flags, VALUE id, VALUE value)
+{
+    lo_native_store_frame_id_into(Qnil, jbuf_get(self)->buf, flags, id, value);
+    return self;
+}
+
+static VALUE
+jbuf_full_p(VALUE self)
+{
+    lo_jbuf *jb = jbuf_get(self);
+    return RSTRING_LEN(jb->buf) >= jb->limit ? Qtrue : Qfalse;
+}
+
+static VALUE
+jbuf_empty_p(VALUE self)
+{
+    return RSTRING_LEN(jbuf_get(self)->buf) == 0 ? Qtrue : Qfalse;
+}
+
+/* Returns the buffered bytes and starts a new buffer. */
+static VALUE
+jbuf_take(VALUE self)
+{
+    lo_jbuf *jb = jbuf_get(self);
+    VALUE full = jb->buf;
+    RB_OBJ_WRITE(self, &jb->buf, new_buffer(jb->limit));
+    return full;
+}
+
+static VALUE
+jbuf_next_id(VALUE self)
+{
+    return ULL2NUM(jbuf_get(self)->next_id);
+}
+
+static VALUE
+jbuf_set_reserved(VALUE self, VALUE reserved)
+{
+    jbuf_get(self)->reserved = NUM2ULL(reserved);
+    return reserved;
+}
+
+/*
+ * Loadout::Native::HintTable: lookups straight from the hint bytes (see lo_hint_table in store.h).
+ * HintTable.load(bytes) -> [fields, table] or nil; #lookup(key) -> packed Integer or nil; #size;
+ * #bytes (for Format.hint_parse when every key is needed). Ruby twin: Store::RubyHintTable.
+ */
+typedef struct {
+    VALUE buf;
+    lo_hint_table table;
+} lo_htab;
+
+static void
+htab_mark(void *p)
+{
+    rb_gc_mark(((lo_htab *)p)->buf);
+}
+
+static void
+htab_free(void *p)
+{
+    lo_hint_table_free(&((lo_htab *)p)->table);
+    xfree(p);
+}
+
+static size_t
+htab_size(const void *p)
+{
+    return sizeof(lo_htab) + (((const lo_htab *)p)->table.mask + 1) * sizeof(uint32_t);
+}
+
+static const rb_data_type_t htab_type = {
+    "Loadout::Native::HintTable",
+    { htab_mark, htab_free, htab_size, NULL, { NULL } },
+    0, 0, RUBY_TYPED_FREE_IMMEDIATELY
+};
+
+static VALUE
+htab_load(VALUE klass, VALUE buf)
+{
+    StringValue(buf);
+    buf = rb_str_new_frozen(buf);
+    lo_htab *h;
+    VALUE obj = TypedData_Make_Struct(klass, lo_htab, &htab_type, h);
+    RB_OBJ_WRITE(obj, &h->buf, buf);
+    uint64_t fields[LO_HINT_NFIELDS];
+    int rc = lo_hint_table_build(&h->table, (const unsigned char *)RSTRING_PTR(buf), (size_t)RSTRING_LEN(buf), fields);
+    if (rc == -2) rb_memerror();
+    if (rc != 0) return Qnil;
+    VALUE ary = rb_ary_new_capa(LO_HINT_NFIELDS);
+    for (int i = 0; i < LO_HINT_NFIELDS; i++) rb_ary_push(ary, ULL2NUM(fields[i]));
+    return rb_assoc_new(ary, obj);
+}
+
+static VALUE
+htab_lookup(VALUE self, VALUE key)
+{
+    lo_htab *h = rb_check_typeddata(self, &htab_type);
+    StringValue(key);
+    uint64_t off;
+    uint32_t reclen;
+    if (!lo_hint_table_lookup(&h->table, (const unsigned char *)RSTRING_PTR(h->buf), RSTRING_PTR(key),
+                              (size_t)RSTRING_LEN(key), &off, &reclen))
+        return Qnil;
+    return ULL2NUM(((uint64_t)reclen << 40) | off);
+}
+
+static VALUE
+htab_count(VALUE self)
+{
+    return ULONG2NUM(((lo_htab *)rb_check_typeddata(self, &htab_type))->table.count);
+}
+
+static VALUE
+htab_bytes(VALUE self)
+{
+    return ((lo_htab *)rb_check_typeddata(self, &htab_type))->buf;
+}
+
+void
+lo_store_native_init(VALUE mNative)
+{
+    rb_define_module_function(mNative, "store_crc32c", lo_native_store_crc32c, 2);
+    rb_define_module_function(mNative, "store_crc32c_sw", lo_native_store_crc32c_sw, 2);
+    rb_define_module_function(mNative, "store_crc32c_hardware?", lo_native_store_crc32c_hardware_p, 0);
+    rb_define_module_function(mNative, "store_frame_into", lo_native_store_frame_into, 4);
+    rb_define_module_function(mNative, "store_frame_id_into", lo_native_store_frame_id_into, 4);
+    rb_define_module_function(mNative, "store_parse", lo_native_store_parse, 2);
+    rb_define_module_function(mNative, "store_verify", lo_native_store_verify, 2);
+    rb_define_module_function(mNative, "store_hint_parse", lo_native_store_hint_parse, 1);
+    rb_define_module_function(mNative, "store_fdatasync", lo_native_store_fdatasync, 1);
+
+    VALUE cHint = rb_define_class_under(mNative, "HintTable", rb_cObject);
+    rb_undef_alloc_func(cHint);
+    rb_define_singleton_method(cHint, "load", htab_load, 1);
+    rb_define_method(cHint, "lookup", htab_lookup, 1);
+    rb_define_method(cHint, "size", htab_count, 0);
+    rb_define_method(cHint, "bytes", htab_bytes, 0);
+
+    VALUE cBuffer = rb_define_class_under(mNative, "JournalBuffer", rb_cObject);
+    rb_define_alloc_func(cBuffer, jbuf_alloc);
+    rb_define_method(cBuffer, "initialize", jbuf_initialize, 3);
+    rb_define_method(cBuffer, "append", jbuf_append, 1);
+    rb_define_method(cBuffer, "frame", jbuf_frame, 3);
+    rb_define_method(cBuffer, "frame_id", jbuf_frame_id, 3);
+    rb_define_method(cBuffer, "full?", jbuf_full_p, 0);
+    rb_define_method(cBuffer, "disable", jbuf_disable, 0);
+    rb_define_method(cBuffer, "empty?", jbuf_empty_p, 0);
+    rb_define_method(cBuffer, "take", jbuf_take, 0);
+    rb_define_method(cBuffer, "next_id", jbuf_next_id, 0);
+    rb_define_method(cBuffer, "reserved=", jbuf_set_reserved, 1);
+}

@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+require "securerandom"
+
+module Loadout
+  class Store
+    # The hint file (PATH.hint): the key map of a log prefix, so open reads one small file instead
+    # of scanning the log. It names the log it describes (dev, inode, covered length and the CRC of
+    # the last 64 covered bytes) and ends with a CRC of itself; anything that does not match is
+    # ignored and the log is scanned. Written to a temp file, fsynced and renamed into place.
+    module Hint # :nodoc:
+      TAIL = 64
+
+      module_function
+
+      def path_for(path)
+        "#{path}.hint"
+      end
+
+      # [Index, covered_end] from a hint that matches +file+, or nil.
+      def load(path, file)
+        data = File.binread(path_for(path))
+        fields, table = Format.hint_table(data)
+        return nil unless fields
+
+        dev, ino, covered, tail_crc, *counters = fields
+        return nil unless dev == file.dev && ino == file.ino && covered <= file.size
+        return nil unless tail_crc(file, covered) == tail_crc
+
+        [Index.new({}, counters, base: table), covered]
+      rescue SystemCallError, IOError
+        nil
+      end
+
+      # Writes the hint for +index+, which covers file bytes [0, covered). Returns true on success;
+      # a failure only costs the next open a scan.
+      def write(path, file, index, covered)
+        buf = build(file, index, covered)
+        target = path_for(path)
+        tmp = "#{target}.tmp.#{Process.pid}.#{SecureRandom.hex(4)}"
+        File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o644) do |f|
+          f.write(buf)
+          f.fsync
+        end
+        File.rename(tmp, target)
+        true
+      rescue SystemCallError, IOError
+        begin
+          File.unlink(tmp) if tmp
+        rescue SystemCallError
+          nil
+        end
+        false
+      end
+
+      def build(file, index, covered)
+        map = index.map
+        buf = String.new(Format::HINT_MAGIC, capacity: Format::HINT_HEADER + (map.size * 48) + 4)
+        buf << [file.dev, file.ino, covered, tail_crc(file, covered), map.size, *index.counters].pack(Format::HINT_FIELDS)
+        map.each do |key, packed|
+          buf << [packed & Format::OFFSET_MASK, packed >> Format::OFFSET_BITS, key.bytesize].pack("Q<VV") << key
+        end
+        buf << [Format.crc32c(buf)].pack("V")
+      end
+
+      def tail_crc(file, covered)
+        len = covered < TAIL ? covered : TAIL
+        Format.crc32c(file.pread(len, covered - len))
+      end
+    end
+  end
+end

@@ -1,0 +1,99 @@
+# frozen_string_literal: true
+
+module Loadout
+  class Store
+    # One open store file: positional reads, the append lock, one write(2) per append and the
+    # inode check that tells a writer another process compacted (renamed a new file over) it.
+    class LogFile # :nodoc:
+      # Linux writes at most 0x7ffff000 bytes per write(2); bigger batches are split by the caller.
+      MAX_WRITE = 64 << 20
+
+      def self.open(path, writable)
+        flags = writable ? File::RDWR | File::CREAT | File::APPEND : File::RDONLY
+        io = File.new(path, flags | File::BINARY, 0o644)
+        new(path, io, writable)
+      end
+
+      attr_reader :path, :dev, :ino, :io
+
+      def initialize(path, io, writable)
+        @path = path
+        @io = io
+        @writable = writable
+        st = io.stat
+        if st.directory?
+          io.close
+          raise Errno::EISDIR, path
+        end
+        @dev = st.dev
+        @ino = st.ino
+      end
+
+      def writable?
+        @writable
+      end
+
+      def size
+        @io.stat.size
+      end
+
+      # Up to len bytes at off (fewer at EOF); pread never moves a shared file offset, so readers
+      # need no lock.
+      def pread(len, off)
+        return "".b if len <= 0
+
+        data = @io.pread(len, off)
+        while data.bytesize < len
+          more = @io.pread(len - data.bytesize, off + data.bytesize)
+          data << more
+        end
+        data
+      rescue EOFError
+        data || "".b
+      end
+
+      def lock
+        @io.flock(File::LOCK_EX)
+      end
+
+      def unlock
+        @io.flock(File::LOCK_UN) unless @io.closed?
+      end
+
+      # True when path now names another file (compaction renamed a new one over ours) or none.
+      def replaced?
+        st = File.stat(@path)
+        st.ino != @ino || st.dev != @dev
+      rescue Errno::ENOENT, Errno::ENOTDIR
+        true
+      end
+
+      # Appends buf with one write(2); +at+ is the current end of file (the caller holds the lock
+      # and validated it). A short or failed write is cut back to +at+ so no partial record stays
+      # behind (ENOSPC first shows up as a short count), then the error is raised.
+      def append(buf, at)
+        written = @io.syswrite(buf)
+        raise Errno::ENOSPC, "short write (#{written} of #{buf.bytesize} bytes) to #{@path}" if written != buf.bytesize
+      rescue SystemCallError, IOError
+        begin
+          @io.truncate(at)
+        rescue SystemCallError, IOError
+          nil # the next writer's tail check removes what we could not
+        end
+        raise
+      end
+
+      def truncate(len)
+        @io.truncate(len)
+      end
+
+      def fdatasync
+        Format.fdatasync(@io)
+      end
+
+      def close
+        @io.close unless @io.closed?
+      end
+    end
+  end
+end

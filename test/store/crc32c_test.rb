@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+class StoreCRC32CTest < Minitest::Test
+  Format = Loadout::Store.const_get(:Format)
+
+  test "CRC-32C: hardware, table and Ruby paths agree" do
+    crc = Loadout::Store.const_get(:CRC32C)
+    assert_equal 0xE3069283, crc.crc32c("123456789")
+    assert_equal 0, crc.crc32c("")
+    rng = Random.new(42)
+    inputs = [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096].map { |n| rng.bytes(n) }
+    inputs.each do |s|
+      seed = rng.rand(2**32)
+      expected = crc.crc32c(s, seed)
+      assert_equal crc.crc32c(s.byteslice(s.bytesize / 2..), crc.crc32c(s.byteslice(0, s.bytesize / 2), seed)), expected
+      next unless Loadout::BACKEND == :native
+
+      assert_equal expected, Loadout::Native.store_crc32c(s, seed)
+      assert_equal expected, Loadout::Native.store_crc32c_sw(s, seed)
+      assert_equal expected, Loadout::Native.store_crc32c(s.byteslice(1..).to_s, crc.crc32c(s.byteslice(0, 1), seed)) unless s.empty?
+    end
+  end
+
+  test "native and Ruby framing and parsing agree record by record" do
+    skip "the native extension is not built here" unless Loadout::BACKEND == :native
+
+    rng = Random.new(7)
+    buf = String.new(encoding: Encoding::BINARY)
+    ruby = String.new(encoding: Encoding::BINARY)
+    50.times do |i|
+      key = rng.bytes(rng.rand(1..40))
+      value = rng.bytes(rng.rand(0..3000))
+      flags = i % 3
+      Loadout::Native.store_frame_into(buf, flags, key, value)
+      head = [Format::MAGIC, Format::FORMAT_VERSION, flags, key.bytesize, value.bytesize].pack("a2CCVV")
+      hcrc = Loadout::Store.const_get(:CRC32C).crc32c(head)
+      ruby << head << [hcrc, Loadout::Store.const_get(:CRC32C).crc32c(key + value, hcrc)].pack("VV") << key << value
+    end
+    assert buf == ruby, "framing differs"
+    damaged = buf.dup
+    [100, 5000, 20_000].each { |at| damaged.setbyte(at, damaged.getbyte(at) ^ 0x21) }
+    native = Loadout::Native.store_parse(damaged, 10)
+    twin = Format::RubyParser.new(damaged, 10).run
+    assert_equal native, twin
+    assert_operator native[2], :>=, 1
+  end
+end
