@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require "rbconfig"
-require "set"
 require "loadout/native"
 
 module Loadout
@@ -186,11 +185,12 @@ module Loadout
         def read_entries(path)
           names = Dir.children(path)
           dirs = Dir.glob("*/", File::FNM_DOTMATCH, base: path, sort: false)
-          dirs.map! { |n| n.chomp("/").force_encoding(Encoding::UTF_8) }
-          dirs = dirs.to_set
+          # A Hash, not a Set: requiring "set" would activate the set default gem and change
+          # Gem.loaded_specs compared to a boot without loadout.
+          dirs = dirs.each_with_object({}) { |n, h| h[n.chomp("/").force_encoding(Encoding::UTF_8)] = true }
           names.map! do |name|
             name.force_encoding(Encoding::UTF_8)
-            kind = if dirs.include?(name)
+            kind = if dirs.key?(name)
                      :directory
                    elsif @extensions.any? { |ext| name.end_with?(ext) }
                      :unknown
