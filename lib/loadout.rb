@@ -9,6 +9,8 @@ require "loadout/instrumentation"
 # compile work. See README.md for the public API; anything not documented there is internal.
 module Loadout
   autoload :Scan, "loadout/scan"
+  autoload :LoadPath, "loadout/load_path"
+  autoload :Require, "loadout/require"
   autoload :Store, "loadout/store"
   autoload :Journal, "loadout/journal"
 end

@@ -1,0 +1,92 @@
+# frozen_string_literal: true
+
+module Loadout
+  module LoadPath
+    # Feature -> abspath for the current $LOAD_PATH, as an ordered list of views. A view is a
+    # range [lo, hi] of one table's entries; the list follows $LOAD_PATH order, so a change that
+    # keeps runs of entries together (push, unshift, insert, a rescanned app dir) reuses every
+    # table and only lists the new entries.
+    #
+    # A table answers "lowest local index holding rel". In a view that answer is definitive when
+    # it is >= lo (a hit when <= hi, else a miss); when it is < lo the file sits in an entry that
+    # is no longer in front of this view (deleted or moved), so whether lo..hi holds it too is
+    # unknown and the caller falls back to Ruby.
+    class Index # :nodoc:
+      View = Struct.new(:table, :lo, :hi)
+      OPAQUE = View.new(nil, 0, -1).freeze
+      UNKNOWN = :unknown
+
+      attr_reader :views
+
+      def initialize(views)
+        @views = views.freeze
+      end
+
+      # Returns [entry, rel] for the file Ruby would pick, nil when no entry has one, or UNKNOWN.
+      # +exts+ are tried in order, each over the whole $LOAD_PATH: x.rb in any entry beats x.so
+      # in an earlier one (Ruby 3.1 load.c rb_find_file_ext loops extensions outside and entries
+      # inside; the differential test "an extension in an earlier entry ..." pins this down).
+      def lookup(stem, exts)
+        exts.each do |ext|
+          found = lookup_exact("#{stem}#{ext}")
+          return found unless found.nil?
+        end
+        nil
+      end
+
+      # The first entry holding exactly +rel+ (what load and rb_find_file look for).
+      def lookup_exact(rel)
+        needle = hash = nil
+        @views.each do |view|
+          table = view.table or return UNKNOWN
+          needle, hash = BlobTable.probe(rel) if needle.nil? && table.is_a?(BlobTable)
+          m = table.min(rel, needle, hash) or next
+          next if m > view.hi
+          return UNKNOWN if m < view.lo
+
+          return [table.entries[m], rel]
+        end
+        nil
+      end
+
+      # Builds views for +entries+ (already reduced to what Ruby searches: no "" items, no
+      # repeated expanded path). Entries without a table get new ones: consecutive stable ones
+      # share a table; a volatile one gets its own, so rescanning it later leaves no hole.
+      def self.build(entries)
+        views = []
+        pending = []
+        flush = lambda do
+          unless pending.empty?
+            table = Table.new(pending)
+            views << View.new(table, 0, pending.size - 1)
+            pending = []
+          end
+        end
+        entries.each do |entry|
+          if entry.empty && !entry.opaque?
+            next # holds nothing: cannot win, need not be searched
+          elsif entry.opaque?
+            flush.call
+            views << OPAQUE
+          elsif entry.table
+            flush.call
+            last = views.last
+            if last && last.table.equal?(entry.table) && last.hi == entry.local - 1
+              last.hi = entry.local
+            else
+              views << View.new(entry.table, entry.local, entry.local)
+            end
+          elsif entry.volatile?
+            flush.call
+            pending << entry
+            flush.call
+          else
+            pending << entry
+          end
+        end
+        flush.call
+        new(views)
+      end
+    end
+  end
+end

@@ -1,0 +1,51 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+
+module Loadout
+  module LoadPath
+    # Decides whether an entry is :stable (its file set only changes with a new path: Ruby's own
+    # lib dirs, installed gems under Gem.path or the bundle path) or :volatile (everything else).
+    # Computed once per install; the stable roots are part of the snapshot fingerprint.
+    class Roots # :nodoc:
+      CONFIG = RbConfig::CONFIG
+      # Under these the file set can change without the path changing (dpkg, site installs).
+      VOLATILE = %w[sitedir sitearchdir vendordir vendorarchdir].map { |k| CONFIG[k] }.compact.freeze
+
+      attr_reader :stable
+
+      def initialize
+        @stable = stable_roots
+      end
+
+      def classify(expanded)
+        return :volatile if VOLATILE.any? { |r| under?(expanded, r) }
+        return :stable if @stable.any? { |r| under?(expanded, r) }
+
+        :volatile
+      end
+
+      private
+
+      def under?(path, root)
+        path == root || path.start_with?(root.end_with?("/") ? root : "#{root}/")
+      end
+
+      # Gem dirs, not gem homes: "<home>/gems/x-1.0/lib" is stable, "<home>/whatever" is not.
+      def stable_roots
+        roots = [CONFIG["rubylibdir"], CONFIG["rubyarchdir"]]
+        gem_dirs = []
+        gem_dirs.concat(Gem.path) if defined?(Gem) && Gem.respond_to?(:path)
+        if defined?(Bundler) && Bundler.respond_to?(:bundle_path)
+          begin
+            gem_dirs << Bundler.bundle_path.to_s
+          rescue StandardError, LoadError
+            nil
+          end
+        end
+        gem_dirs.each { |d| roots.push(File.join(d, "gems"), File.join(d, "extensions"), File.join(d, "bundler", "gems")) }
+        roots.compact.map { |r| File.expand_path(r) }.uniq.freeze
+      end
+    end
+  end
+end
