@@ -12,5 +12,6 @@ module Loadout
   autoload :LoadPath, "loadout/load_path"
   autoload :Require, "loadout/require"
   autoload :Store, "loadout/store"
+  autoload :CompileCache, "loadout/compile_cache"
   autoload :Journal, "loadout/journal"
 end

@@ -1,0 +1,150 @@
+# frozen_string_literal: true
+
+require "loadout/error"
+require "loadout/instrumentation"
+
+module Loadout
+  # Caches the expensive compile and parse steps of a boot in the store: Ruby instruction
+  # sequences (through RubyVM::InstructionSequence.load_iseq), YAML.load_file and friends, and
+  # JSON.load_file. Every handler shares one key and validation path (CompileCache::Key,
+  # CompileCache::Validator): keys are relative to the roots so a moved checkout still hits,
+  # entries are checked with one stat and a content digest, and anything unexpected falls back
+  # to Ruby doing the work itself.
+  #
+  #   Loadout::CompileCache.install!(store: store, roots: [app_root, *gem_dirs, RbConfig::CONFIG["prefix"]])
+  module CompileCache
+    KINDS = %i[iseq yaml json].freeze
+    FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored
+    TRUST = [nil, :none, :stable, :all].freeze
+    MISS_COMPILE = %i[background exit].freeze
+
+    autoload :Counters, "loadout/compile_cache/counters"
+    autoload :Digest, "loadout/compile_cache/digest"
+    autoload :Entry, "loadout/compile_cache/entry"
+    autoload :Fidelity, "loadout/compile_cache/fidelity"
+    autoload :ISeq, "loadout/compile_cache/iseq"
+    autoload :ISeqBinary, "loadout/compile_cache/iseq_binary"
+    autoload :JSON, "loadout/compile_cache/json"
+    autoload :Key, "loadout/compile_cache/key"
+    autoload :LazyHook, "loadout/compile_cache/lazy_hook"
+    autoload :Serializer, "loadout/compile_cache/serializer"
+    autoload :Validator, "loadout/compile_cache/validator"
+    autoload :Values, "loadout/compile_cache/values"
+    autoload :Writer, "loadout/compile_cache/writer"
+    autoload :YAML, "loadout/compile_cache/yaml"
+
+    # What a handler needs from the installation: one per install!.
+    Context = Struct.new(:store, :readonly, :trust, :key, :validator, :counters, :miss_compile) do # :nodoc:
+      # The Writer, made on the first miss (a warm boot never loads it).
+      def writer
+        @writer ||= Writer.new(store, miss_compile, counters)
+      end
+
+      # Whether +path+ is served without its per-file stat (trust: :stable for gem and Ruby
+      # dirs, :all for everything).
+      def trusted?(path)
+        trust == :all || (trust == :stable && key.stable?(path))
+      end
+    end
+
+    @context = nil
+    @counters = nil
+    @warned = false
+
+    class << self
+      attr_reader :context # :nodoc:
+
+      # Turns the enabled handlers on. Options are validated (ConfigError names the bad one).
+      # - +roots+: absolute dirs used to make keys relative (the application root first).
+      # - +trust+: nil or :none checks every file; :stable skips the per-file stat for files
+      #   under every root but the first; :all skips it everywhere (both: immutable images only).
+      # - +miss_compile+: :background compiles this boot's ISeq misses in a worker process
+      #   spawned at exit (a first boot costs what plain Ruby costs); :exit compiles them in the
+      #   exiting process.
+      #: (store: untyped, ?iseq: bool, ?yaml: bool, ?json: bool, ?readonly: bool, ?trust: Symbol?, ?roots: Array[String], ?miss_compile: Symbol) -> void
+      def install!(store:, iseq: true, yaml: true, json: true, readonly: false, trust: nil, roots: [],
+                   miss_compile: default_miss_compile)
+        check_options(store, trust, roots, miss_compile, iseq: iseq, yaml: yaml, json: json)
+        uninstall!
+        readonly = true if readonly || !store.writable?
+        @counters = Counters.new
+        @context = Context.new(store, readonly, trust, Key.new(roots), Validator.new(store, readonly),
+                               @counters, miss_compile)
+        # YAML and JSON first, so their files are not compiled through the ISeq hook.
+        YAML.install!(@context) if yaml
+        JSON.install!(@context) if json
+        if iseq && supported?(:iseq)
+          ISeq.install!(@context)
+        elsif LazyHook.waiting?
+          LazyHook.trace!
+        end
+        true
+      end
+
+      # Turns every handler off (their hooks stay in place but pass straight through).
+      def uninstall! #: () -> void
+        ISeq.uninstall! if autoload?(:ISeq).nil?
+        YAML.uninstall! if autoload?(:YAML).nil?
+        JSON.uninstall! if autoload?(:JSON).nil?
+        @context = nil
+      end
+
+      def installed? #: () -> bool
+        !@context.nil?
+      end
+
+      # Whether +kind+ (:iseq, :yaml, :json) can be cached on this Ruby.
+      def supported?(kind) #: (Symbol) -> bool
+        case kind
+        when :iseq
+          RUBY_ENGINE == "ruby" && defined?(RubyVM::InstructionSequence) &&
+            RubyVM::InstructionSequence.respond_to?(:load_from_binary) && RUBY_VERSION >= "3.0"
+        when :yaml, :json then true
+        else raise ConfigError.new(:kind, kind, KINDS.map(&:inspect).join(", "))
+        end
+      end
+
+      # Counters per kind: hits, misses, stale, revalidated, corrupt, skipped (+ reasons),
+      # compiles (files compiled into the cache by this process), bytes_read, and nanoseconds
+      # spent in load_from_binary/deserialising (load_ns), compiling/parsing (compile_ns) and
+      # digesting (digest_ns).
+      def stats #: () -> Hash[Symbol, Hash[Symbol, untyped]]
+        (@counters || Counters.new).to_h
+      end
+
+      # Reports an unexpected error inside a handler: counted, warned about once per process;
+      # the caller then lets Ruby do the work itself.
+      def internal_error(kind, path, error) # :nodoc:
+        @counters&.event(kind, :skipped, path, :error)
+        return if @warned
+
+        @warned = true
+        warn "loadout: compile cache (#{kind}) failed on #{path} (#{error.class}: #{error.message}); " \
+             "falling back to Ruby for it. Please report this"
+      end
+
+      private
+
+      def default_miss_compile
+        Process.respond_to?(:fork) ? :background : :exit
+      end
+
+      def check_options(store, trust, roots, miss_compile, **kinds)
+        %i[get put key? writable? flush].each do |m|
+          raise ConfigError.new(:store, store, "a Loadout::Store") unless store.respond_to?(m)
+        end
+        raise ConfigError.new(:trust, trust, "nil, :none, :stable or :all") unless TRUST.include?(trust)
+        unless MISS_COMPILE.include?(miss_compile)
+          raise ConfigError.new(:miss_compile, miss_compile, MISS_COMPILE.map(&:inspect).join(" or "))
+        end
+        unless roots.is_a?(Array) && roots.all? { |r| r.is_a?(String) && r.start_with?("/") }
+          raise ConfigError.new(:roots, roots, "an Array of absolute directory Strings")
+        end
+
+        kinds.each do |name, value|
+          raise ConfigError.new(name, value, "true or false") unless [true, false].include?(value)
+        end
+      end
+    end
+  end
+end

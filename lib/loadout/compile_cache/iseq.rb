@@ -1,0 +1,217 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache/entry"
+# Loaded with this file, not on first use: a file loaded later goes through this handler itself.
+require "loadout/compile_cache/iseq_binary"
+require "loadout/compile_cache/writer"
+require "loadout/compile_cache/lazy_hook"
+
+module Loadout
+  module CompileCache
+    # The instruction-sequence handler: answers RubyVM::InstructionSequence.load_iseq, which
+    # Ruby calls before compiling a file it requires or loads. Returning nil lets Ruby compile.
+    #
+    # - hit: the stored binary (checked against its digest, then relocated if the checkout
+    #   moved) goes through load_from_binary;
+    # - miss, stale or corrupt: Ruby compiles, and the Writer stores a binary after the boot;
+    # - while Coverage runs, nothing is served (coverage needs Ruby's own compile).
+    #
+    # Stored binaries are compiled with compile_file and the options in force, then get Ruby's
+    # own top-level labels (see ISeqBinary), and are loaded once before being stored.
+    module ISeq # :nodoc:
+      LETTER = "i"
+      TOP_LABEL = "<top (required)>"
+      PATH_REPLACEMENT_LIMIT = 4096
+
+      # The prepended hook. When the handler is off it passes through.
+      module Hook
+        def load_iseq(path)
+          ISeq.fetch(path) || (defined?(super) ? super : nil)
+        end
+      end
+
+      # Collects warnings while ISeq.build compiles (only on the thread that asked).
+      module WarningCapture
+        def warn(message, *args, **kw)
+          captured = Thread.current[:__loadout_warnings]
+          return super unless captured
+
+          captured << message
+          nil
+        end
+      end
+
+      # Keeps the variant in step with RubyVM::InstructionSequence.compile_option=.
+      module OptionHook
+        def compile_option=(value)
+          super.tap { ISeq.options_changed }
+        end
+      end
+
+      @ctx = nil
+      @hooked = false
+
+      class << self
+        def install!(ctx)
+          @ctx = ctx
+          options_changed
+          return if @hooked
+
+          RubyVM::InstructionSequence.singleton_class.prepend(Hook)
+          RubyVM::InstructionSequence.singleton_class.prepend(OptionHook)
+          @hooked = true
+        end
+
+        def uninstall!
+          @ctx = nil
+        end
+
+        def options_changed
+          @options = RubyVM::InstructionSequence.compile_option
+          ctx = @ctx or return
+          @variant = ctx.key.variant(:iseq, @options.sort_by { |k, _| k.to_s }.inspect)
+        end
+
+        # The ISeq for +path+ from the cache, or nil to let Ruby compile it.
+        def fetch(path) #: (String) -> RubyVM::InstructionSequence?
+          ctx = @ctx or return nil
+          LazyHook.poll if LazyHook.waiting?
+          return skip(ctx, path, :coverage) if coverage_running?
+
+          key = ctx.key.for(LETTER, @variant, path)
+          blob = ctx.store.get(key)
+          return miss(ctx, :miss, path, key) unless blob
+
+          ctx.counters.add(:iseq, :bytes_read, blob.bytesize)
+          entry = Entry.load(blob) or return miss(ctx, :corrupt, path, key)
+
+          if ctx.trusted?(path)
+            state = :fresh
+          else
+            state, identity, record = ctx.validator.check(path, entry, key)
+            return skip(ctx, path, :unreadable) if state == :missing
+            return miss(ctx, :stale, path, key) if state == :stale
+          end
+          return skip(ctx, path, entry.payload.force_encoding(Encoding::UTF_8).to_sym) if entry.negative?
+          return skip(ctx, path, :compile_warnings) if $VERBOSE && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
+
+          binary = located_binary(entry, path, identity, record)
+          return miss(ctx, :miss, path, key, :relocation) unless binary
+
+          iseq = load(ctx, binary) or return miss(ctx, :corrupt, path, key)
+          ctx.counters.event(:iseq, state == :revalidated ? :revalidated : :hit, path)
+          iseq
+        rescue StandardError => e
+          CompileCache.internal_error(:iseq, path, e)
+          nil
+        end
+
+        # The bytes to store for +path+: an entry with the binary, or a negative entry when Ruby
+        # must compile the file itself (syntax error, a source we cannot relabel safely).
+        # nil when the file cannot be read.
+        #: (String, Hash[Symbol, untyped]) -> String?
+        def build(path, options)
+          identity = Digest.identity(path) or return nil
+          verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+          source = File.binread(path)
+          digest = Digest.xxh64(source)
+          negative = ->(why) { Entry.dump(Entry::NEGATIVE, identity, verified, digest, why.to_s) }
+          # A literal "<main>" is the same object as the label it would be renamed with.
+          return negative.call(:label_literal) if source.include?("<main>")
+
+          begin
+            iseq, warned = compile_watching_warnings(path, options, true)
+            # Ruby prints parse warnings each time it compiles the file; a cached ISeq would not.
+            # Warnings shown at the default level make the file Ruby's to compile; warnings shown
+            # only under -w make it Ruby's only in processes that run with -w.
+            return negative.call(:compile_warnings) if warned && compile_watching_warnings(path, options, false)[1]
+          rescue SyntaxError, ScriptError
+            return negative.call(:syntax_error)
+          end
+          binary = ISeqBinary.rewrite(iseq.to_binary, {}, labels: true)
+          return negative.call(:format) unless binary && loads_as?(binary, iseq)
+
+          flags = Entry::RAW
+          flags |= Entry::VERBOSE_WARNINGS if warned
+          # A path the source spells out, or one folded into a longer literal, cannot be moved.
+          paths = [iseq.path, iseq.absolute_path.to_s]
+          if paths.any? { |p| source.include?(p.b) } || ISeqBinary.mentioned_outside_objects?(binary, paths)
+            flags |= Entry::PINNED_PATH
+          end
+          Entry.dump(flags, identity, verified, digest, binary, path: iseq.path, realpath: iseq.absolute_path.to_s)
+        rescue SystemCallError, IOError
+          nil
+        end
+
+        private
+
+        # Compiles at the given $VERBOSE level and reports whether the parser warned. Warnings go
+        # to a capture, not to stderr.
+        def compile_watching_warnings(path, options, level)
+          Warning.singleton_class.prepend(WarningCapture) unless Warning.singleton_class.include?(WarningCapture)
+          verbose = $VERBOSE
+          captured = Thread.current[:__loadout_warnings] = []
+          $VERBOSE = level
+          [RubyVM::InstructionSequence.compile_file(path, options), !captured.empty?]
+        ensure
+          $VERBOSE = verbose
+          Thread.current[:__loadout_warnings] = nil
+        end
+
+        def coverage_running?
+          return false unless defined?(::Coverage)
+
+          ::Coverage.respond_to?(:state) ? ::Coverage.state != :idle : ::Coverage.running?
+        end
+
+        def skip(ctx, path, reason)
+          ctx.counters.event(:iseq, :skipped, path, reason)
+          nil
+        end
+
+        def miss(ctx, event, path, key, reason = nil)
+          ctx.counters.event(:iseq, event, path, reason)
+          ctx.writer.enqueue(path, key, @options) unless ctx.readonly
+          nil
+        end
+
+        def load(ctx, binary)
+          started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+          iseq = RubyVM::InstructionSequence.load_from_binary(binary)
+          ctx.counters.add(:iseq, :load_ns, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)
+          iseq
+        rescue RuntimeError, TypeError, ArgumentError
+          nil
+        end
+
+        # The stored binary, pointed at +path+ when it was compiled somewhere else (a moved
+        # checkout, another machine). The realpath is only recomputed when the path or the file's
+        # inode differ from what was recorded, so an unmoved file costs no extra syscall.
+        def located_binary(entry, path, identity, record)
+          same_inode = identity.nil? || (identity[3] == entry.ino && identity[4] == entry.dev) ||
+                       (record && identity[3] == record.ino && identity[4] == record.dev)
+          same_path = entry.compiled_at?(path)
+          return entry.payload if same_path && same_inode
+
+          realpath = File.realpath(path)
+          return entry.payload if same_path && entry.realpath == realpath
+          return nil if (entry.flags & Entry::PINNED_PATH) != 0
+          # A path that is its own realpath is stored as one string; splitting it in two would
+          # need a new array object, so a checkout reached through a symlink is recompiled.
+          return nil if entry.path == entry.realpath && path != realpath
+
+          replacements = { entry.path => path }
+          replacements[entry.realpath] = realpath unless entry.realpath == entry.path
+          ISeqBinary.rewrite(entry.payload, replacements)
+        end
+
+        def loads_as?(binary, iseq)
+          loaded = RubyVM::InstructionSequence.load_from_binary(binary)
+          loaded.label == TOP_LABEL && loaded.path == iseq.path && loaded.absolute_path == iseq.absolute_path
+        rescue StandardError
+          false
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache/lazy_hook"
+
+module Loadout
+  module CompileCache
+    # The JSON handler: JSON.load_file(path, opts) and JSON.load_file!(path, opts), cached per
+    # option set. Options that make the parser build objects of caller-chosen classes
+    # (create_additions, object_class, array_class, decimal_class, match_string) or values that
+    # are not plain data go straight to JSON, counted as :skipped with reason :option.
+    module JSON # :nodoc:
+      LETTER = "j"
+      UNCACHEABLE = %i[create_additions object_class array_class decimal_class match_string].freeze
+      PLAIN = [NilClass, TrueClass, FalseClass, Integer, Float, Symbol, String].freeze
+
+      # Prepended to JSON's singleton class.
+      module Hook
+        def load_file(filespec, opts = {})
+          JSON.fetch(:load_file, filespec, opts) { super }
+        end
+
+        def load_file!(filespec, opts = {})
+          JSON.fetch(:load_file!, filespec, opts) { super }
+        end
+      end
+
+      @ctx = nil
+
+      class << self
+        def install!(ctx)
+          @ctx = ctx
+          LazyHook.on(:JSON, Hook)
+        end
+
+        def uninstall!
+          @ctx = nil
+        end
+
+        def fetch(method, filespec, opts, &original)
+          ctx = @ctx or return yield
+          return yield unless filespec.is_a?(String) || filespec.respond_to?(:to_path)
+
+          call = call_for(method, opts)
+          unless call
+            ctx.counters.event(:json, :skipped, filespec.to_s, :option)
+            return yield
+          end
+          Values.fetch(ctx, call, filespec.respond_to?(:to_path) ? filespec.to_path : filespec, &original)
+        end
+
+        private
+
+        def call_for(method, opts)
+          # load_file treats nil as no options; load_file! merges it and raises, so that call is
+          # left to JSON.
+          opts = {} if opts.nil? && method == :load_file
+          return nil unless opts.is_a?(Hash)
+
+          options = [::JSON::VERSION, ::JSON::Parser.name, method, Encoding.default_external.name,
+                     Encoding.default_internal&.name]
+          opts.each do |name, value|
+            return nil unless name.is_a?(Symbol) && !UNCACHEABLE.include?(name) && PLAIN.include?(value.class)
+
+            options << [name, value]
+          end
+          Values::Call.new(:json, LETTER, options.sort_by(&:to_s).inspect, opts[:freeze] ? true : false,
+                           Values::NO_FALLBACK)
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache/digest"
+
+module Loadout
+  module CompileCache
+    # Store keys: "cc/<kind>/<variant>/<relative key>".
+    #
+    # - The variant is a digest of everything that changes what a handler would produce: Ruby
+    #   engine, version, revision and platform, loadout's format, and the handler's options (the
+    #   ISeq compile options, the YAML method and keywords, ...). RUBY_DESCRIPTION is left out on
+    #   purpose: it says "+YJIT" under --yjit, and YJIT and interpreter processes produce the
+    #   same instruction sequences, so they share entries. Different Rubies get different
+    #   variants and so live side by side instead of evicting each other.
+    # - The relative key is the path relative to the deepest root containing it, prefixed by a
+    #   tag naming that root ("~" for the first root, the application; the directory's basename
+    #   for the others, e.g. "rack-3.0.8" for a gem dir). A checkout moved to another directory
+    #   keeps its keys. A path under no root is keyed by its absolute path.
+    class Key # :nodoc:
+      PREFIX = "cc/"
+      STAT_PREFIX = "cc/s/"
+
+      # +roots+: absolute directories, the first being the application root.
+      def initialize(roots)
+        @tags = {}
+        @stable = {}
+        Array(roots).each_with_index do |root, i|
+          root = root.to_s
+          root = root.chomp("/") unless root == "/"
+          next if root.empty? || @tags.key?(root)
+
+          tag = i.zero? ? "~" : File.basename(root)
+          tag = "root" if tag.empty? || tag == "/"
+          tag = "#{tag}##{i}" if @tags.value?(tag)
+          @tags[root] = tag.tr("/", "_").freeze
+          @stable[root] = !i.zero?
+        end
+        @dirs = {}
+        @variants = {}
+      end
+
+      # The variant digest (16 hex digits) for a handler kind and its option string.
+      def variant(kind, options) #: (Symbol, String) -> String
+        @variants[[kind, options]] ||= begin
+          parts = ["loadout-compile-cache", FORMAT_VERSION, RUBY_ENGINE, RUBY_VERSION, RUBY_REVISION,
+                   RUBY_PLATFORM, defined?(RUBY_ENGINE_VERSION) ? RUBY_ENGINE_VERSION : "", kind, options]
+          format("%016x", Digest.xxh64(parts.join("\0"))).freeze
+        end
+      end
+
+      # The store key (a binary String) for +path+ (absolute) under +variant+.
+      #: (String, String, String) -> String
+      def for(kind_letter, variant, path)
+        slash = path.rindex("/")
+        prefix = slash && dir_info(path, slash)[0]
+        key = prefix ? "#{PREFIX}#{kind_letter}/#{variant}/#{prefix}#{path[slash..]}" : "#{PREFIX}#{kind_letter}/#{variant}/#{path}"
+        key.force_encoding(Encoding::BINARY) # the store's keys are bytes; a fresh String, safe to retag
+      end
+
+      # True when +path+ is under a root other than the application's (a gem dir, the Ruby prefix).
+      def stable?(path) #: (String) -> bool
+        slash = path.rindex("/")
+        slash ? dir_info(path, slash)[1] : false
+      end
+
+      # The key of the small stat record that belongs to the entry at +key+.
+      def self.stat_key(key) #: (String) -> String
+        "#{STAT_PREFIX}#{key[PREFIX.length..]}"
+      end
+
+      private
+
+      def dir_info(path, slash)
+        dir = slash.zero? ? "/" : path[0, slash]
+        @dirs[dir] ||= resolve(dir)
+      end
+
+      # [tag + relative dir, stable?] for a directory, walking up to the deepest root.
+      def resolve(dir)
+        d = dir
+        loop do
+          if (tag = @tags[d])
+            rel = d == "/" ? dir[1..] : dir[d.length + 1..]
+            return [rel.nil? || rel.empty? ? tag : "#{tag}/#{rel}", @stable[d]].freeze
+          end
+          break if d == "/" || d.empty?
+
+          i = d.rindex("/")
+          break unless i
+
+          d = i.zero? ? "/" : d[0, i]
+        end
+        [nil, false].freeze
+      end
+    end
+  end
+end

@@ -1,0 +1,69 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache/digest"
+require "loadout/compile_cache/entry"
+
+module Loadout
+  module CompileCache
+    # Decides whether a cached entry still describes the file on disk.
+    #
+    # 1. One stat. Fresh when size, mtime (ns) and ctime equal the recorded ones and the entry
+    #    was verified at least RACY_NS after that ctime. ctime cannot be set from user space, so
+    #    an edit that restores the old mtime (touch -r, tar, rsync -t) still moves it. The racy
+    #    rule is git's: a file changed in the same timestamp tick as our verification could have
+    #    changed after we read it without its ctime moving, so such an entry is not trusted by
+    #    stat alone.
+    # 2. The stat record appended by an earlier revalidation, checked the same way.
+    # 3. A different size means different content: stale. Otherwise the file's XXH64 decides:
+    #    equal means only the metadata moved (git clone, CI cache restore, touch) and a small
+    #    stat record is appended so the next boot is back to one stat; different means stale.
+    class Validator # :nodoc:
+      # Two seconds covers filesystems with one- and two-second timestamps.
+      RACY_NS = 2_000_000_000
+
+      Result = Struct.new(:state, :identity, :record)
+
+      attr_accessor :racy_ns
+
+      def initialize(store, readonly)
+        @store = store
+        @readonly = readonly
+        @racy_ns = RACY_NS
+      end
+
+      # Returns [state, identity]: state is :fresh, :revalidated, :stale or :missing (the file
+      # cannot be stat'ed or read); identity is the file's [size, mtime, ctime, ino, dev] and
+      # the third element the Entry::Stat that vouched for it, if one did.
+      #: (String, Entry, String) -> [Symbol, Array[Integer]?, Entry::Stat?]
+      def check(path, entry, key)
+        id = Digest.identity(path) or return [:missing, nil, nil]
+        return [:fresh, id, nil] if same?(id, entry.size, entry.mtime, entry.ctime, entry.verified)
+        return [:stale, id, nil] unless id[0] == entry.size
+
+        stat_key = Key.stat_key(key)
+        record = Entry.load_stat(@store.get(stat_key))
+        if record && record.digest == entry.digest && same?(id, record.size, record.mtime, record.ctime, record.verified)
+          return [:fresh, id, record]
+        end
+
+        verified = now_ns
+        digest = Digest.file(path) or return [:missing, id, nil]
+        return [:stale, id, nil] unless digest == entry.digest
+
+        record = Entry::Stat.new(id[0], id[1], id[2], verified, id[3], id[4], digest)
+        @store.put(stat_key, Entry.dump_stat(id, verified, digest)) unless @readonly
+        [:revalidated, id, record]
+      end
+
+      def now_ns #: () -> Integer
+        Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+      end
+
+      private
+
+      def same?(id, size, mtime, ctime, verified)
+        id[0] == size && id[1] == mtime && id[2] == ctime && verified - ctime >= @racy_ns
+      end
+    end
+  end
+end

@@ -1,0 +1,114 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache/digest"
+require "loadout/compile_cache/entry"
+require "loadout/compile_cache/serializer"
+
+module Loadout
+  module CompileCache
+    # The flow YAML and JSON share: look the file up, validate, deserialise; on a miss run the
+    # parser (the caller's block, i.e. the original method) and store what it returned when a
+    # codec reproduces it exactly. Errors from the parser propagate untouched and nothing is
+    # stored for them; errors of our own fall back to the parser.
+    module Values # :nodoc:
+      # What one call asks for: the variant's option string, whether results are frozen, and the
+      # caller's fallback object when it is not an immediate (returned by identity for an empty
+      # document).
+      # +plain_source+, when given, is a Regexp that a source must not match for a MessagePack
+      # round trip to be trusted without Fidelity's walk (see YAML::PLAIN_SOURCE).
+      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source)
+
+      NO_FALLBACK = Object.new.freeze
+
+      class << self
+        def fetch(ctx, call, path)
+          begin
+            abspath = File.expand_path(path)
+            key = ctx.key.for(call.letter, ctx.key.variant(call.kind, call.options), abspath)
+            state = :miss
+            if (blob = ctx.store.get(key))
+              ctx.counters.add(call.kind, :bytes_read, blob.bytesize)
+              state, value = serve(ctx, call, abspath, key, blob)
+              return value if state == :served
+            end
+          rescue StandardError => e
+            CompileCache.internal_error(call.kind, path.to_s, e)
+            return yield
+          end
+          parse_and_store(ctx, call, abspath, key, state) { yield }
+        end
+
+        private
+
+        # [:served, value] or [event, nil] where event is why it was not served.
+        def serve(ctx, call, abspath, key, blob)
+          entry = Entry.load(blob) or return [:corrupt, nil]
+          unless ctx.trusted?(abspath)
+            state, = ctx.validator.check(abspath, entry, key)
+            return [:miss, nil] if state == :missing
+            return [:stale, nil] if state == :stale
+          end
+          return [:stale, nil] if entry.negative?
+
+          value = if (entry.flags & Entry::FALLBACK) != 0
+                    return [:stale, nil] if call.fallback.equal?(NO_FALLBACK)
+
+                    call.fallback
+                  else
+                    timed(ctx, call.kind, :load_ns) { Serializer.load(entry.codec, entry.payload, call.freeze) }
+                  end
+          ctx.counters.event(call.kind, state == :revalidated ? :revalidated : :hit, abspath)
+          [:served, value]
+        rescue StandardError
+          [:corrupt, nil]
+        end
+
+        # The file is stat'ed and digested before the parser reads it, so an edit racing the
+        # parse leaves an entry whose digest does not match the file: stale next time, never wrong.
+        def parse_and_store(ctx, call, abspath, key, state)
+          identity = Digest.identity(abspath)
+          verified = ctx.validator.now_ns
+          plain = false
+          digest = identity && timed(ctx, call.kind, :digest_ns) do
+            if call.plain_source
+              source = read(abspath)
+              plain = source && !source.match?(call.plain_source)
+              source && Digest.xxh64(source)
+            else
+              Digest.file(abspath)
+            end
+          end
+          ctx.counters.event(call.kind, state, abspath)
+          value = timed(ctx, call.kind, :compile_ns) { yield }
+          store(ctx, call, key, value, identity, verified, digest, plain) if digest && !ctx.readonly
+          value
+        end
+
+        def read(path)
+          File.binread(path)
+        rescue SystemCallError, IOError
+          nil
+        end
+
+        def store(ctx, call, key, value, identity, verified, digest, plain)
+          if !call.fallback.equal?(NO_FALLBACK) && value.equal?(call.fallback)
+            ctx.store.put(key, Entry.dump(Entry::FALLBACK, identity, verified, digest, ""))
+          elsif (codec, bytes = Serializer.dump(value, call.freeze, trust_msgpack: plain))
+            ctx.store.put(key, Entry.dump(codec, identity, verified, digest, bytes))
+          else
+            ctx.counters.event(call.kind, :skipped, key, :unfaithful)
+          end
+        rescue StandardError => e
+          CompileCache.internal_error(call.kind, key, e)
+        end
+
+        def timed(ctx, kind, field)
+          started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+          result = yield
+          ctx.counters.add(kind, field, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)
+          result
+        end
+      end
+    end
+  end
+end

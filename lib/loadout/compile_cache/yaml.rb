@@ -1,0 +1,114 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache/lazy_hook"
+
+module Loadout
+  module CompileCache
+    # The YAML handler: Psych.load_file, safe_load_file and unsafe_load_file (YAML is Psych),
+    # with every keyword they take. The method and its keywords are part of the key, so a
+    # safe_load_file never sees what an unsafe_load_file stored. A call this handler cannot
+    # reproduce exactly goes straight to Psych and is counted as :skipped with its reason:
+    # an unknown keyword, a permitted class that is not a named Class/Module or String, custom
+    # tags (Psych.add_domain_type / load_tags), or an unusual Encoding.default_internal.
+    module YAML # :nodoc:
+      LETTER = "y"
+      KEYWORDS = {
+        load_file: %i[permitted_classes permitted_symbols aliases filename fallback symbolize_names freeze],
+        safe_load_file: %i[permitted_classes permitted_symbols aliases filename fallback symbolize_names freeze],
+        unsafe_load_file: %i[filename fallback symbolize_names freeze]
+      }.freeze
+      IMMEDIATES = [NilClass, TrueClass, FalseClass, Integer, Symbol].freeze
+      # A document where none of these can occur has no anchors, aliases (so no shared objects),
+      # tags (so no custom classes or binary strings) or merge keys: whatever Psych builds from it
+      # that MessagePack can pack (Hash, Array, UTF-8 String, Integer, Float, Symbol, nil, true,
+      # false) comes back exactly, so its round trip needs no check. Anchors, aliases and tags
+      # follow whitespace, a flow indicator or a line start; matching more (a quoted "a & b")
+      # only costs the check.
+      PLAIN_SOURCE = /(?:\A|[\s\[\]{},:\-?])[&*!]|<</.freeze
+
+      # Prepended to Psych's singleton class.
+      module Hook
+        def load_file(filename, **kwargs)
+          YAML.fetch(:load_file, filename, kwargs) { super }
+        end
+
+        def safe_load_file(filename, **kwargs)
+          YAML.fetch(:safe_load_file, filename, kwargs) { super }
+        end
+
+        def unsafe_load_file(filename, **kwargs)
+          YAML.fetch(:unsafe_load_file, filename, kwargs) { super }
+        end
+      end
+
+      @ctx = nil
+
+      class << self
+        def install!(ctx)
+          @ctx = ctx
+          @calls = {}
+          LazyHook.on(:Psych, Hook)
+        end
+
+        def uninstall!
+          @ctx = nil
+        end
+
+        def fetch(method, filename, kwargs, &original)
+          ctx = @ctx or return yield
+          return yield unless filename.is_a?(String) || filename.respond_to?(:to_path)
+
+          call = call_for(method, kwargs)
+          unless call.is_a?(Values::Call)
+            ctx.counters.event(:yaml, :skipped, filename.to_s, call)
+            return yield
+          end
+          Values.fetch(ctx, call, filename.respond_to?(:to_path) ? filename.to_path : filename, &original)
+        end
+
+        private
+
+        # A Values::Call for these keywords, or the Symbol reason they cannot be cached.
+        def call_for(method, kwargs)
+          return :custom_tags unless ::Psych.load_tags.empty? && ::Psych.domain_types.empty?
+
+          internal = Encoding.default_internal
+          return :default_internal unless internal.nil? || internal == Encoding::UTF_8
+
+          options = [::Psych::VERSION, method]
+          fallback = Values::NO_FALLBACK
+          kwargs.each do |name, value|
+            return :option unless KEYWORDS[method].include?(name)
+
+            case name
+            when :permitted_classes
+              return :option unless value.is_a?(Array)
+
+              names = value.map { |c| c.is_a?(Module) ? c.name : c }
+              return :option unless names.all?(String)
+
+              options << [name, names.sort]
+            when :permitted_symbols
+              return :option unless value.is_a?(Array) && value.all? { |s| s.is_a?(Symbol) || s.is_a?(String) }
+
+              options << [name, value.map(&:to_s).sort]
+            when :filename
+              nil # only used in error messages, which are never cached
+            when :fallback
+              if IMMEDIATES.include?(value.class)
+                options << [name, value]
+              else
+                options << [name, :object]
+                fallback = value
+              end
+            else
+              options << [name, value ? true : false]
+            end
+          end
+          options_key = options.inspect
+          Values::Call.new(:yaml, LETTER, options_key, kwargs[:freeze] ? true : false, fallback, PLAIN_SOURCE)
+        end
+      end
+    end
+  end
+end

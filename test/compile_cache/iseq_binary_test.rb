@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "loadout/compile_cache"
+
+class CompileCacheISeqBinaryTest < Minitest::Test
+  ISeqBinary = Loadout::CompileCache::ISeqBinary
+
+  SOURCE = <<~'RUBY'
+    def fail_here
+      raise "x"
+    end
+    HERE = __FILE__
+    [1].each do
+      begin
+        fail_here
+      rescue => e
+        $trace = [e.backtrace.first(2), caller_locations(0).first(2).map { |l| [l.path, l.label] }]
+      end
+    end
+    $dir = __dir__
+  RUBY
+
+  def setup
+    skip "ISeq caching is CRuby only" unless Loadout::CompileCache.supported?(:iseq)
+  end
+
+  def run_loaded(iseq)
+    $trace = $dir = nil
+    Object.send(:remove_const, :HERE) if Object.const_defined?(:HERE)
+    iseq.eval
+    [HERE, $dir, $trace]
+  end
+
+  test "labels become Ruby's own for required files, and the path moves to the new checkout" do
+    with_files([["one/f.rb", SOURCE], ["two/f.rb", SOURCE]]) do |dir|
+      one = File.join(dir, "one/f.rb")
+      two = File.join(dir, "two/f.rb")
+      binary = ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(one).to_binary, {}, labels: true)
+      moved = ISeqBinary.rewrite(binary, { one => two })
+      iseq = RubyVM::InstructionSequence.load_from_binary(moved)
+      assert_equal [two, two, "<top (required)>"], [iseq.path, iseq.absolute_path, iseq.label]
+
+      here, found_dir, trace = run_loaded(iseq)
+      assert_equal two, here
+      assert_equal File.dirname(two), found_dir
+      assert_equal ["#{two}:2:in `fail_here'", "#{two}:7:in `block in <top (required)>'"], trace[0]
+      assert_equal [[two, "rescue in block in <top (required)>"], [two, "block in <top (required)>"]], trace[1]
+    end
+  ensure
+    Object.send(:remove_const, :HERE) if Object.const_defined?(:HERE)
+    Object.send(:remove_method, :fail_here) if Object.private_method_defined?(:fail_here)
+  end
+
+  test "a binary with nothing to replace comes back unchanged; a foreign one is refused" do
+    binary = RubyVM::InstructionSequence.compile("1 + 1").to_binary
+    assert_same binary, ISeqBinary.rewrite(binary, { "/nowhere.rb" => "/elsewhere.rb" })
+    assert_nil ISeqBinary.rewrite("YARB#{"\0" * 40}", {})
+    assert_nil ISeqBinary.rewrite(binary.byteslice(0, binary.bytesize - 1), {})
+  end
+
+  test "a user string that merely contains the path is left alone" do
+    with_files([["a/x.rb", "$s = 'prefix:' + 'tail'\n"]]) do |dir|
+      path = File.join(dir, "a/x.rb")
+      File.write(path, "$s = #{"#{path}:3".dump}\n")
+      moved = ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(path).to_binary, { path => "/b/x.rb" })
+      RubyVM::InstructionSequence.load_from_binary(moved).eval
+      assert_equal "#{path}:3", $s
+    end
+  end
+end

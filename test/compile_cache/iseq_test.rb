@@ -1,0 +1,341 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "fileutils"
+require "loadout/store"
+require "loadout/compile_cache"
+require "support/compile_cache_boot"
+
+# Every test boots real child Rubies: the ISeq cache only acts inside require.
+class CompileCacheISeqTest < Minitest::Test
+  include Loadout::TestSupport::CompileCacheBoot
+
+  def setup
+    skip "ISeq caching is CRuby only" unless Loadout::CompileCache.supported?(:iseq)
+  end
+
+  # A generated program touching what a compile cache could get wrong. Written in binary so the
+  # EUC-JP file keeps its bytes.
+  PROGRAM = {
+    "lib/consts.rb" => <<~'RUBY',
+      module Consts
+        A = 1
+        S = "héllo"
+        SYM = :"sym bol"
+        puts [A, S, S.encoding, S.bytesize, S.frozen?, "lit".frozen?, SYM].inspect
+      end
+    RUBY
+    "lib/euc.rb" => "# -*- coding: euc-jp -*-\nE = \"\xA4\xA2\"\nputs [E.encoding, E.bytes, __ENCODING__].inspect\n".b,
+    "lib/binary.rb" => "# encoding: ascii-8bit\nB = \"\xff\xfe\"\nputs [B.encoding, B.bytes].inspect\n".b,
+    "lib/frozen_true.rb" => <<~'RUBY',
+      # frozen_string_literal: true
+      s = "x"
+      puts [s.frozen?, "x#{1}".frozen?].inspect
+      begin
+        s << "y"
+      rescue => e
+        puts e.class, e.message
+      end
+    RUBY
+    "lib/frozen_false.rb" => "# frozen_string_literal: false\nputs \"x\".frozen?\n",
+    "lib/file_line.rb" => <<~'RUBY',
+      puts __FILE__, __LINE__, __dir__, __method__.inspect
+      def where
+        caller_locations(0).first(2).map { |l| [l.path, l.lineno, l.label, l.base_label] }
+      end
+      p where
+      begin
+        raise "boom"
+      rescue => e
+        p e.backtrace.first(1)
+      end
+      [1].each { p caller_locations(0, 1).map(&:label) }
+      class Klass
+        p [self, caller_locations(0, 1)[0].label]
+      end
+    RUBY
+    "lib/folded_file.rb" => "puts \"at \#{__FILE__}:\#{__LINE__}\"\n", # the parser folds "at <path>:"
+    "lib/heredocs.rb" => <<~'RUBY',
+      X = <<~EOS
+        a #{1 + 1}
+          b
+      EOS
+      Y = <<-'RAW'
+        no #{interp}
+        RAW
+      puts X, Y
+    RUBY
+    "lib/begin_end.rb" => "BEGIN { puts \"BEGIN block\" }\nEND { puts \"END block\" }\nputs \"body\"\n",
+    "lib/toplevel_return.rb" => "puts \"before\"\nreturn\nputs \"after\"\n",
+    "lib/end_marker.rb" => "puts \"above\"\n__END__\nnot { ruby\n",
+    "lib/main_literal.rb" => "puts \"<main>\", caller_locations(0, 1)[0].label\n",
+    "lib/warns.rb" => "W = 1\nW = 2\n",
+    "lib/dup_key.rb" => "H = { a: 1, a: 2 }\np H\n",
+    "lib/syntax_error.rb" => "def broken(\n  1 +\n"
+  }.freeze
+  UNCACHED = 3 # main_literal, dup_key (a parse warning) and syntax_error are Ruby's to compile
+  CACHED = PROGRAM.size - UNCACHED
+
+  REQUIRES = <<~'RUBY'
+    $LOAD_PATH.unshift File.join(APP, "lib")
+    %w[consts euc binary frozen_true frozen_false file_line folded_file heredocs begin_end toplevel_return end_marker
+       main_literal warns dup_key].each { |f| require f }
+    begin
+      require "syntax_error"
+    rescue SyntaxError => e
+      puts e.class, e.message
+    end
+  RUBY
+
+  def with_app(files = PROGRAM)
+    with_files(files.to_a) do |dir|
+      app = File.join(dir, "app")
+      FileUtils.mkdir_p(app)
+      files.each_key { |f| FileUtils.mkdir_p(File.dirname(File.join(app, f))) }
+      files.each { |f, body| File.binwrite(File.join(app, f), body) }
+      yield app, File.join(dir, "cache.store")
+    end
+  end
+
+  def body_for(app, code = REQUIRES)
+    "APP = #{app.dump}\n#{code}"
+  end
+
+  def boot(app, store, code = REQUIRES, **kw)
+    cc_boot(store: store, roots: [app], body: body_for(app, code), **kw)
+  end
+
+  def assert_same_output(expected, actual)
+    assert_equal expected.stdout, actual.stdout
+    assert_equal expected.stderr, actual.stderr
+    assert_equal expected.status.exitstatus, actual.status.exitstatus
+  end
+
+  test "generated programs behave as in plain Ruby, cold and warm" do
+    with_app do |app, store|
+      plain = plain_boot(body_for(app))
+      assert_includes plain.stdout, "SyntaxError"
+      assert_includes plain.stderr, "duplicated"
+      cold = boot(app, store)
+      warm = boot(app, store)
+      assert_same_output plain, cold
+      assert_same_output plain, warm
+
+      assert_equal PROGRAM.size, cold.count(:iseq, :misses)
+      assert_equal PROGRAM.size, cold.count(:iseq, :compiles) # UNCACHED of them record "Ruby compiles this one"
+      assert_equal CACHED, warm.count(:iseq, :hits)
+      assert_equal 0, warm.count(:iseq, :misses)
+      assert_equal 0, warm.count(:iseq, :compiles)
+      assert_equal({ label_literal: 1, syntax_error: 1, compile_warnings: 1 }, warm.stats[:iseq][:reasons])
+    end
+  end
+
+  test "a file whose parse warns only under -w is served without -w and compiled by Ruby with it" do
+    with_app do |app, store|
+      boot(app, store)
+      verbose = boot(app, store, ruby_opts: ["-w"])
+      plain = plain_boot(body_for(app), ruby_opts: ["-w"])
+      assert_equal plain.stdout, verbose.stdout
+      # Only the program's own warnings: -w also shows warnings from loading loadout itself.
+      assert_equal plain.stderr.lines.grep(/#{Regexp.escape(app)}/), verbose.stderr.lines.grep(/#{Regexp.escape(app)}/)
+      assert_includes verbose.stderr, "statement not reached" # lib/toplevel_return.rb
+      assert_equal 2, verbose.stats[:iseq][:reasons][:compile_warnings]
+      assert_equal CACHED - 1, verbose.count(:iseq, :hits)
+    end
+  end
+
+  test "another compile option (--enable=frozen-string-literal) gets its own entries" do
+    with_app do |app, store|
+      flag = ["--enable=frozen-string-literal"]
+      boot(app, store)
+      default_keys = cc_keys(store, "i")
+      cold = boot(app, store, ruby_opts: flag)
+      warm = boot(app, store, ruby_opts: flag)
+      assert_same_output plain_boot(body_for(app), ruby_opts: flag), warm
+      refute_equal plain_boot(body_for(app)).stdout, warm.stdout # the option changes what the program sees
+      assert_equal [PROGRAM.size, CACHED], [cold.count(:iseq, :misses), warm.count(:iseq, :hits)]
+      assert_equal default_keys.size * 2, cc_keys(store, "i").size
+      assert_equal CACHED, boot(app, store).count(:iseq, :hits) # the default entries are still there
+    end
+  end
+
+  test "a same-size edit that keeps the old mtime (touch -r) is never served stale" do
+    with_app("lib/v.rb" => "puts \"aaaa\"\n") do |app, store|
+      code = "require File.join(APP, 'lib/v')"
+      path = File.join(app, "lib/v.rb")
+      boot(app, store, code)
+      assert_equal "aaaa\n", boot(app, store, code).stdout
+      mtime = File.mtime(path)
+      File.write(path, "puts \"bbbb\"\n")
+      File.utime(mtime, mtime, path)
+
+      edited = boot(app, store, code)
+      assert_equal "bbbb\n", edited.stdout
+      assert_equal 1, edited.count(:iseq, :stale)
+      assert_equal 1, edited.count(:iseq, :compiles)
+      assert_equal "bbbb\n", boot(app, store, code).stdout
+    end
+  end
+
+  test "an mtime-only change everywhere (git clone, CI cache) revalidates without compiling" do
+    with_app do |app, store|
+      boot(app, store)
+      later = Time.now + 3600
+      Dir.glob("#{app}/**/*.rb").each { |f| File.utime(later, later, f) }
+
+      ci = boot(app, store)
+      assert_equal CACHED, ci.count(:iseq, :revalidated)
+      assert_equal [0, 0, 0, 0], %i[hits misses stale compiles].map { |f| ci.count(:iseq, f) }
+
+      again = boot(app, store)
+      assert_equal CACHED, again.count(:iseq, :hits)
+      assert_equal 0, again.count(:iseq, :revalidated)
+      assert_equal again.stdout, ci.stdout
+    end
+  end
+
+  test "a moved or copied checkout hits and shows its real paths" do
+    with_app do |app, store|
+      boot(app, store)
+      keys = cc_keys(store, "i").sort
+      parent = File.dirname(app)
+
+      moved = File.join(parent, "moved")
+      FileUtils.mv(app, moved) # same inodes and ctimes: one-stat hits
+      served = boot(moved, store)
+      assert_same_output plain_boot(body_for(moved)), served
+      assert_includes served.stdout, "#{moved}/lib/file_line.rb"
+      assert_includes served.stdout, "at #{moved}/lib/folded_file.rb:1"
+      # folded_file.rb spells its path inside a longer literal: recompiled, never rewritten.
+      assert_equal [CACHED - 1, 1], [served.count(:iseq, :hits), served.stats[:iseq][:reasons][:relocation]]
+
+      copied = File.join(parent, "copied")
+      FileUtils.cp_r(moved, copied) # new inodes and ctimes: revalidated by digest
+      first = boot(copied, store)
+      assert_same_output plain_boot(body_for(copied)), first
+      assert_equal CACHED - 1, first.count(:iseq, :revalidated)
+      assert_equal 1, first.count(:iseq, :compiles) # folded_file.rb, for its new path
+      second = boot(copied, store)
+      assert_same_output plain_boot(body_for(copied)), second
+      assert_equal [CACHED, 0], [second.count(:iseq, :hits), second.count(:iseq, :compiles)]
+      assert_equal keys, cc_keys(store, "i").sort
+    end
+  end
+
+  test "YJIT and interpreter processes share entries without evicting each other" do
+    with_app do |app, store|
+      boots = [[], ["--yjit"]] * 3
+      cold = boot(app, store)
+      keys = cc_keys(store, "i").sort
+      boots.each do |opts|
+        warm = boot(app, store, ruby_opts: opts)
+        assert_equal cold.stdout, warm.stdout
+        assert_equal CACHED, warm.count(:iseq, :hits), "#{opts.inspect}: #{warm.stats[:iseq]}"
+        assert_equal [0, 0, 0], %i[misses stale compiles].map { |f| warm.count(:iseq, f) }
+      end
+      assert_equal keys, cc_keys(store, "i").sort
+    end
+  end
+
+  test "damaged payloads are misses and never crash Ruby" do
+    with_app do |app, store|
+      plain = plain_boot(body_for(app))
+      boot(app, store)
+      rng = Random.new(42)
+      6.times do |trial|
+        # Values are rewritten through the store, so its own CRC is valid: only the entry's
+        # payload digest stands between the damage and load_from_binary.
+        Loadout::Store.open(store) do |s|
+          s.each.map { |k, _v| k }.grep(%r{\Acc/i/}).each do |key|
+            bytes = s.get(key).b
+            entry = Loadout::CompileCache::Entry.load(bytes)
+            payload_at = bytes.bytesize - entry.payload.bytesize
+            at = trial.zero? ? 1 : payload_at + rng.rand(entry.payload.bytesize) # trial 0 breaks the magic
+            bytes.setbyte(at, bytes.getbyte(at) ^ (1 << rng.rand(8)))
+            s.put(key, trial == 5 ? bytes.byteslice(0, bytes.bytesize - 3) : bytes)
+          end
+        end
+        damaged = boot(app, store)
+        assert_same_output plain, damaged
+        assert_equal 0, damaged.count(:iseq, :hits), "trial #{trial}"
+        assert_equal PROGRAM.size, damaged.count(:iseq, :corrupt)
+      end
+      healed = boot(app, store)
+      assert_equal CACHED, healed.count(:iseq, :hits)
+    end
+  end
+
+  test "readonly reads the cache and leaves the store byte-identical" do
+    with_app do |app, store|
+      boot(app, store)
+      File.write(File.join(app, "lib/warns.rb"), "W = 1\nW = 3\n") # stale
+      later = Time.now + 60
+      File.utime(later, later, File.join(app, "lib/consts.rb")) # would be revalidated
+      before = Dir.glob("#{store}*").sort.to_h { |f| [f, File.binread(f)] }
+
+      ro = boot(app, store, readonly: true)
+      assert_same_output plain_boot(body_for(app)), ro
+      assert_equal CACHED - 2, ro.count(:iseq, :hits)
+      assert_equal [1, 1, 0], %i[stale revalidated compiles].map { |f| ro.count(:iseq, f) }
+      assert_equal before, Dir.glob("#{store}*").sort.to_h { |f| [f, File.binread(f)] }
+    end
+  end
+
+  test "while Coverage runs, cached ISeqs are not served and coverage is complete" do
+    with_app do |app, store|
+      boot(app, store)
+      code = "require 'coverage'\nCoverage.start\n#{REQUIRES}\n" \
+             "p Coverage.result.select { |f, _| f.start_with?(APP) }.sort.to_h"
+      covered = boot(app, store, code)
+      assert_same_output plain_boot(body_for(app, code)), covered
+      assert_equal 0, covered.count(:iseq, :hits)
+      assert_equal PROGRAM.size, covered.stats[:iseq][:reasons][:coverage]
+    end
+  end
+
+  test "misses are compiled by a background child after the boot" do
+    with_app do |app, store|
+      cold = boot(app, store, miss_compile: :background)
+      assert_equal PROGRAM.size, cold.count(:iseq, :misses)
+      assert_equal 0, cold.count(:iseq, :compiles) # the worker counts its own
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
+      sleep 0.05 until cc_keys(store, "i").size == PROGRAM.size || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      warm = boot(app, store)
+      assert_same_output cold, warm
+      assert_equal CACHED, warm.count(:iseq, :hits)
+    end
+  end
+
+  test "trust: :stable skips the stat for gem files only" do
+    files = { "app/a.rb" => "puts \"app-1\"\n", "gem/g.rb" => "puts \"gem-1\"\n" }
+    with_app(files) do |root, store|
+      code = "require File.join(APP, 'app/a'); require File.join(APP, 'gem/g')"
+      roots = [File.join(root, "app"), File.join(root, "gem")]
+      run = ->(trust) { cc_boot(store: store, roots: roots, body: body_for(root, code), install: ", trust: #{trust.inspect}") }
+      run.call(nil)
+      files.each_key { |f| File.write(File.join(root, f), File.read(File.join(root, f)).sub("-1", "-2")) }
+      trusted = run.call(:stable)
+      assert_equal "app-2\ngem-1\n", trusted.stdout # an immutable image would never see gem-2
+      assert_equal "app-2\ngem-2\n", run.call(nil).stdout
+    end
+  end
+
+  test "an internal failure falls back to Ruby with one warning" do
+    with_app do |app, store|
+      code = <<~'RUBY'
+        broken = Object.new
+        def broken.get(_) = raise(IOError, "disk on fire")
+        def broken.put(*) = nil
+        def broken.key?(_) = false
+        def broken.writable? = true
+        def broken.flush = nil
+        Loadout::CompileCache.install!(store: broken, roots: [APP], miss_compile: :exit)
+      RUBY
+      failing = boot(app, store, code + REQUIRES)
+      plain = plain_boot(body_for(app))
+      assert_equal plain.stdout, failing.stdout
+      assert_equal 1, failing.stderr.scan("loadout: compile cache (iseq) failed").size
+      assert_equal plain.stderr, failing.stderr.lines.grep_v(/loadout: compile cache/).join
+    end
+  end
+end

@@ -1,0 +1,56 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "loadout/compile_cache"
+
+class CompileCacheKeyTest < Minitest::Test
+  Key = Loadout::CompileCache::Key
+
+  def setup
+    @key = Key.new(["/app", "/gems/rack-3.0.8", "/usr", "/usr/lib/ruby/gems/3.1.0/gems/json-2.6.1"])
+    @v = @key.variant(:iseq, "opts")
+  end
+
+  test "a path is keyed relative to the deepest root containing it" do
+    assert_equal "cc/i/#{@v}/~/lib/a.rb", @key.for("i", @v, "/app/lib/a.rb")
+    assert_equal "cc/i/#{@v}/rack-3.0.8/lib/rack.rb", @key.for("i", @v, "/gems/rack-3.0.8/lib/rack.rb")
+    assert_equal "cc/i/#{@v}/usr/lib/ruby/3.1.0/set.rb", @key.for("i", @v, "/usr/lib/ruby/3.1.0/set.rb")
+    assert_equal "cc/i/#{@v}/json-2.6.1/lib/json.rb",
+                 @key.for("i", @v, "/usr/lib/ruby/gems/3.1.0/gems/json-2.6.1/lib/json.rb")
+    assert_equal Encoding::BINARY, @key.for("i", @v, "/app/lib/é.rb").encoding
+  end
+
+  test "only paths under roots after the first are stable" do
+    refute @key.stable?("/app/lib/a.rb")
+    assert @key.stable?("/gems/rack-3.0.8/lib/rack.rb")
+    assert @key.stable?("/usr/lib/ruby/3.1.0/set.rb")
+    refute @key.stable?("/tmp/x.rb")
+  end
+
+  test "a path under no root keeps its absolute path, and a root prefix is not a root" do
+    assert_equal "cc/i/#{@v}//tmp/x.rb", @key.for("i", @v, "/tmp/x.rb")
+    assert_equal "cc/i/#{@v}//application/x.rb", @key.for("i", @v, "/application/x.rb")
+  end
+
+  test "the same files in another checkout get the same keys" do
+    other = Key.new(["/home/ci/build-42", "/gems/rack-3.0.8"])
+    assert_equal @key.for("y", @v, "/app/config/x.yml"), other.for("y", @v, "/home/ci/build-42/config/x.yml")
+  end
+
+  test "roots with the same basename get distinct tags" do
+    key = Key.new(["/app", "/a/lib", "/b/lib"])
+    refute_equal key.for("i", "v", "/a/lib/x.rb"), key.for("i", "v", "/b/lib/x.rb")
+  end
+
+  test "variants differ by kind and options but not by RUBY_DESCRIPTION (YJIT shares entries)" do
+    refute_equal @key.variant(:iseq, "a"), @key.variant(:iseq, "b")
+    refute_equal @key.variant(:iseq, "a"), @key.variant(:yaml, "a")
+    assert_equal @key.variant(:iseq, "a"), Key.new([]).variant(:iseq, "a")
+    source = File.read(File.expand_path("../../lib/loadout/compile_cache/key.rb", __dir__))
+    refute_match(/^[^#]*RUBY_DESCRIPTION/, source)
+  end
+
+  test "stat records live under their own prefix" do
+    assert_equal "cc/s/i/v/~/a.rb", Key.stat_key("cc/i/v/~/a.rb")
+  end
+end
