@@ -14,4 +14,23 @@ module Loadout
   autoload :Store, "loadout/store"
   autoload :CompileCache, "loadout/compile_cache"
   autoload :Journal, "loadout/journal"
+  autoload :Config, "loadout/config"
+  autoload :Boot, "loadout/boot"
+  autoload :Stats, "loadout/stats"
+  autoload :CLI, "loadout/cli"
+
+  class << self
+    # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.
+    # Returns true, or false when an earlier call already set up (see Boot.setup).
+    #: (**untyped) -> bool
+    def setup(**options)
+      Boot.setup(Config.new(**options))
+    end
+
+    # Prints every cache event to +io+ (stderr by default); also LOADOUT_LOG=1.
+    #: (?IO) -> void
+    def log!(io = $stderr)
+      Stats.log!(io)
+    end
+  end
 end

@@ -11,7 +11,10 @@ module Loadout
   #   Loadout::LoadPath.find("json")  # => "/usr/lib/ruby/3.1.0/json.rb"
   #   Loadout::LoadPath.stats         # => { restore_ms: 1.2, requires: 812, hits: 640, ... }
   module LoadPath
+    autoload :AppLoadPath, "loadout/load_path/app_load_path"
     autoload :Cache, "loadout/load_path/cache"
+    autoload :Checker, "loadout/load_path/checker"
+    autoload :Probe, "loadout/load_path/probe"
     autoload :Entry, "loadout/load_path/entry"
     autoload :Feature, "loadout/load_path/feature"
     autoload :Index, "loadout/load_path/index"
@@ -23,6 +26,7 @@ module Loadout
     autoload :BlobTable, "loadout/load_path/table"
 
     TRUST = [nil, :stable, :all, :none].freeze
+    LOCKFILES = %w[Gemfile.lock gems.locked].freeze
     @cache = nil
 
     class << self
@@ -35,7 +39,7 @@ module Loadout
         uninstall!
         __load_parts
         cache = Cache.new(store: store, development_mode: development_mode,
-                          ignore: ignore_directories.map { |d| d.dup.freeze }.freeze, trust: trust)
+                          ignore: frozen_list(ignore_directories), trust: trust)
         cache.boot!
         Observer.attach
         Require.__install
@@ -70,6 +74,58 @@ module Loadout
         @cache ? @cache.stats.dup : {}
       end
 
+      # Says what the next boot whose $LOAD_PATH is +load_path+ (at `require "loadout/setup"`)
+      # will do with the index in +store+, without changing anything: :hit (restored, no
+      # directory listed), :stale (restored, but the entries listed in +entries+ are listed
+      # again, with the directory whose mtime changed), :miss (no index for this $LOAD_PATH).
+      # +stable_roots+ are the app's (see Probe; default: this process's); +later+ are absolute
+      # items the app adds after boot (checked against their per-entry listings).
+      #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?later: Array[String]) -> Hash[Symbol, untyped]
+      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [])
+        raise ConfigError.new("store", store, "a Loadout::Store") if store.nil?
+
+        validate!(store, false, ignore_directories, trust)
+        __load_parts
+        checker = Checker.new(store: store, ignore: frozen_list(ignore_directories), trust: trust,
+                              roots: Roots.new(stable_roots))
+        checker.call(load_path, later)
+      end
+
+      # Builds and stores the index a boot with +load_path+ will restore (the same fingerprint
+      # as Cache#boot! computes there: pass the app's +stable_roots+), and per-entry listings
+      # for +extra+ dirs the app may add after boot. Returns { restored:, listed: } (restored:
+      # the index was already there).
+      #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?extra: Array[String]) -> Hash[Symbol, untyped]
+      def precompile(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, extra: [])
+        validate!(store, false, ignore_directories, trust)
+        __load_parts
+        cache = Cache.new(store: store, development_mode: false, ignore: frozen_list(ignore_directories), trust: trust,
+                          load_path: load_path.dup.freeze, roots: Roots.new(stable_roots))
+        cache.boot!
+        listed = cache.stats[:rescans] + cache.prefill(extra)
+        { restored: cache.stats[:restored], listed: listed }
+      end
+
+      # The app's lockfile under +root+ and its digest ([path, digest]), or nil: the boot
+      # record carries it, so a record made with another bundle is not trusted.
+      #: (String?) -> [String, String]?
+      def lock_stamp(root)
+        return nil unless root
+
+        path = LOCKFILES.map { |name| File.join(root, name) }.find { |f| File.file?(f) } or return nil
+        [path, Snapshot.digest(File.binread(path))]
+      rescue SystemCallError
+        nil
+      end
+
+      # Records this boot's $LOAD_PATH in +store+ (Boot calls it at exit, only when the boot
+      # records anything: a warm boot that hit writes nothing). +root+: the app root.
+      def __record_boot(store, root) # :nodoc:
+        cache = @cache or return
+        record = cache.boot_record(lock_stamp(root)) or return
+        Snapshot.save_boot(store, record)
+      end
+
       # Loads every part now: an autoload fired from inside require would come back into us.
       # (Scan is left out: a warm boot never lists a directory, so it need not load it.)
       def __load_parts # :nodoc:
@@ -95,6 +151,10 @@ module Loadout
       end
 
       private
+
+      def frozen_list(dirs)
+        dirs.map { |d| d.dup.freeze }.freeze
+      end
 
       def validate!(store, development_mode, ignore_directories, trust)
         unless [true, false].include?(development_mode)

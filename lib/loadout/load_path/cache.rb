@@ -11,8 +11,11 @@ module Loadout
 
       attr_reader :stats, :mutex
 
-      def initialize(store:, development_mode:, ignore:, trust:)
+      # +load_path+ and +roots+ are for `loadout precompile`, which builds the index of another
+      # process's $LOAD_PATH (a fixed Array) with that process's stable roots.
+      def initialize(store:, development_mode:, ignore:, trust:, load_path: nil, roots: nil)
         @store = store
+        @load_path = load_path
         @dev = development_mode
         @ignore = ignore
         @trust = trust
@@ -31,14 +34,19 @@ module Loadout
         @booted = false
         @stats = { restore_ms: 0.0, requires: 0, hits: 0, misses: 0, fallbacks: 0, rescans: 0,
                    already_loaded: 0, restored: false }
-        @roots = Roots.new
+        @roots = roots || Roots.new
+        @boot_items = nil
       end
 
       # Restores or builds the index for the current $LOAD_PATH and stores it when it was built.
       def boot!
         t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         @mutex.synchronize do
-          fp = Snapshot.fingerprint($LOAD_PATH, @ignore, @trust, @roots.stable)
+          lp = current_load_path
+          # What the fingerprint saw, kept for the boot record (written at exit, only by a boot
+          # that writes anyway: see LoadPath.__record_boot).
+          @boot_items = lp.map { |p| p.is_a?(String) ? p : Snapshot.item_of(p) }
+          fp = Snapshot.fingerprint(lp, @ignore, @trust, @roots.stable)
           restored = @store && Snapshot.load_index(@store, fp)
           restored&.each { |e| adopt_restored(e) }
           @stats[:restored] = restored ? true : false
@@ -88,6 +96,33 @@ module Loadout
           @entries.values.select { |e| !e.opaque? && abspath.start_with?("#{e.base}/") }.each { |e| replace_entry(e) }
         end
         true
+      end
+
+      # This boot's $LOAD_PATH as plain data for Snapshot.save_boot: the items at install (what
+      # the fingerprint covers), the absolute items added since (their listings are looked up
+      # per entry), the stable roots, and +lock+ (the bundle's lockfile and its digest).
+      def boot_record(lock)
+        @mutex.synchronize do
+          boot = @boot_items or return nil
+          known = boot.to_h { |p| [p, true] }
+          later = current_load_path.select { |p| p.is_a?(String) && p.start_with?("/") && !known.key?(p) }
+          { load_path: boot, stable_roots: @roots.stable, later: later.uniq.first(Snapshot::KEEP_LATER), lock: lock }
+        end
+      end
+
+      # Lists and stores the entries for +paths+ (absolute dirs a boot may put on $LOAD_PATH
+      # after install) that have no usable stored listing yet. Returns how many were listed.
+      def prefill(paths)
+        @mutex.synchronize do
+          before = @scanned
+          paths.each do |path|
+            next unless path.is_a?(String) && path.start_with?("/") && File.directory?(path)
+
+            entry = entry_for(path)
+            list!(entry) if entry && !entry.opaque? && !entry.table && !entry.files
+          end
+          @scanned - before
+        end
       end
 
       # Introspection: the abspath Ruby would load for +feature+ (nil when none or unknown).
@@ -190,8 +225,12 @@ module Loadout
         false
       end
 
+      def current_load_path
+        @load_path || $LOAD_PATH
+      end
+
       def sync_state
-        lp = $LOAD_PATH
+        lp = current_load_path
         if @lp_dirty || lp.size != @lp_size || (@cwd && @cwd != safe_pwd)
           refresh
         end
@@ -205,7 +244,7 @@ module Loadout
 
       # Maps $LOAD_PATH to entries (reusing known ones), lists the new ones, rebuilds the views.
       def refresh
-        lp = $LOAD_PATH
+        lp = current_load_path
         @lp_dirty = false
         @lp_size = lp.size
         @cwd = nil

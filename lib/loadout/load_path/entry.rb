@@ -83,6 +83,24 @@ module Loadout
         true
       end
 
+      # What fresh? would find changed, for `loadout check`: up to +limit+ [dir, why] pairs.
+      def changes(limit = 3)
+        if @dirs.nil? || @dirs.empty?
+          return File.directory?(@expanded) ? [[@expanded, "created since it was listed"]] : []
+        end
+
+        found = []
+        @dirs.each_with_index do |rel, i|
+          path = rel.empty? ? @expanded : "#{@expanded}/#{rel}"
+          now = mtime_ns(path)
+          next if now == @mtimes[i]
+
+          found << [path, why_changed(now, @mtimes[i])]
+          break if found.size >= limit
+        end
+        found
+      end
+
       # Development mode: could a file for +stem+ have appeared since the listing? One stat: the
       # deepest recorded directory on the way to the file (creating a dir changes its parent).
       def maybe_changed_for?(stem)
@@ -119,6 +137,13 @@ module Loadout
       end
 
       private
+
+      def why_changed(now, recorded)
+        return "removed" if now.nil?
+        return "listed within 1 s of its last change" if recorded == RACY
+
+        "mtime changed"
+      end
 
       def mtime_ns(path)
         st = File.stat(path)

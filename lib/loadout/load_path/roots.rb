@@ -14,8 +14,10 @@ module Loadout
 
       attr_reader :stable
 
-      def initialize
-        @stable = stable_roots
+      # +stable+: the roots another process computed (`loadout precompile` and `check` ask the
+      # app's bundle for them: the CLI's own Gem.path and bundle path may differ).
+      def initialize(stable = nil)
+        @stable = stable ? stable.dup.freeze : stable_roots
       end
 
       def classify(expanded)

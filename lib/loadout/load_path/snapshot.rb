@@ -9,7 +9,10 @@ module Loadout
     #   table, local index, and for volatile ones their dirs + mtimes) and each table as buckets
     #   (BlobTable). Restoring it does no getdents and, for stable entries, no stat at all;
     # - "lp/ent/<expanded path>": one entry's listing, so a $LOAD_PATH that differs by a few items
-    #   (a gem added to the Gemfile, a push after boot) rescans only the new items.
+    #   (a gem added to the Gemfile, a push after boot) rescans only the new items;
+    # - "lp/boot": the app's $LOAD_PATH as the last boot that wrote anything saw it (at install,
+    #   plus the items it added later), its stable roots and its Gemfile.lock digest, so
+    #   `loadout check` and `loadout precompile` can work for the app's $LOAD_PATH, not the CLI's.
     # Values are Marshal dumps tagged with FORMAT and checked field by field: anything that does
     # not decode or does not match is a miss, never an error.
     module Snapshot # :nodoc:
@@ -19,27 +22,63 @@ module Loadout
       # The store is shared by every process of an app (server, console, rake, tests with temp
       # dirs on $LOAD_PATH): only the most recently written indexes and listings are kept.
       RECENT_KEY = "lp/recent"
+      BOOT_KEY = "lp/boot"
+      KEEP_LATER = 256 # items added after boot kept in the boot record
       KEEP_INDEXES = 8
       KEEP_ENTRIES = 4096
 
       class << self
         # Everything the stored index depends on. Compared whole on restore.
         def fingerprint(load_path, ignore, trust, stable_roots)
-          items = load_path.map { |p| p.is_a?(String) ? p.b : "#<#{p.class}>" }
+          items = load_path.map { |p| p.is_a?(String) ? p.b : item_of(p) }
           Marshal.dump([FORMAT, RUBY_VERSION, RUBY_REVISION, RUBY_PLATFORM, RbConfig::CONFIG["DLEXT"],
                         ignore, trust, stable_roots, items])
         end
 
+        # How the fingerprint sees a $LOAD_PATH item that is not a String (also what the boot
+        # record stores for it: the fingerprint of the recorded list is then the same).
+        def item_of(item)
+          "#<#{item.class}>"
+        end
+
         # A short store key for +fp+; a collision is only a miss, the value holds the whole fp.
         def index_key(fp)
+          "#{INDEX_PREFIX}#{digest(fp)}"
+        end
+
+        # A cheap, process-independent digest of +bytes+ (String#hash is seeded per process).
+        def digest(bytes)
           weighted = 0
           i = 0
           step = 4096
-          while i < fp.bytesize
-            weighted = (weighted * 31 + fp.byteslice(i, step).sum(32)) & 0xffff_ffff_ffff
+          while i < bytes.bytesize
+            weighted = (weighted * 31 + bytes.byteslice(i, step).sum(32)) & 0xffff_ffff_ffff
             i += step
           end
-          format("%s%x.%x.%x", INDEX_PREFIX, fp.bytesize, fp.sum(32), weighted)
+          format("%x.%x.%x", bytes.bytesize, bytes.sum(32), weighted)
+        end
+
+        # Stores +record+ (a Hash of plain data, see Cache#boot_record) unless it is already
+        # there: a boot that saw the same $LOAD_PATH as the recorded one appends nothing.
+        def save_boot(store, record)
+          raw = Marshal.dump([FORMAT, record])
+          store.put(BOOT_KEY, raw) unless store.get(BOOT_KEY) == raw
+        end
+
+        # The boot record as a Hash with :load_path, :stable_roots, :later, :lock; nil if absent
+        # or unusable.
+        def load_boot(store)
+          raw = store.get(BOOT_KEY) or return nil
+          format_v, record = Marshal.load(raw) # rubocop:disable Security/MarshalLoad
+          return nil unless format_v == FORMAT && record.is_a?(Hash)
+          return nil unless %i[load_path stable_roots later].all? { |k| record[k].is_a?(Array) && record[k].all?(String) }
+
+          lock = record[:lock]
+          return nil unless lock.nil? || (lock.is_a?(Array) && lock.size == 2 && lock.all?(String))
+
+          record
+        rescue StandardError, TypeError, ArgumentError
+          nil
         end
 
         # Returns [entries, tables_restored] or nil.

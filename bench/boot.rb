@@ -1,0 +1,274 @@
+# frozen_string_literal: true
+
+# Boot benchmark: a generated app (bench/support/app_generator.rb) booted by plain Ruby, Bootsnap
+# and loadout, cold (empty cache), warm, and "CI" (every file's mtime changed, caches kept, as
+# after a fresh git clone with a restored cache). Rounds are interleaved, each boot is a fresh
+# process, and every boot's $LOADED_FEATURES (relative, in order) and the data it read are
+# compared with the plain boot's.
+#
+#   ruby bench/boot.rb [--gems N] [--files N] [--yaml N] [--rounds N] [--seed N] [--small]
+#                      [--dev] [--strace] [--valgrind] [--out FILE]
+#   loadout bench [same options]
+#
+# Writes bench/results/boot-<date>.md. Last line:
+# bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
+#             loadout_warm_s=N loadout_ci_s=N features_equal=true|false   (medians, one line)
+
+require "optparse"
+require "fileutils"
+require "rbconfig"
+require "open3"
+require "etc"
+require "time"
+require_relative "support/app_generator"
+
+ROOT = File.expand_path("..", __dir__)
+ARGS = ARGV.dup.freeze
+opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false }
+OptionParser.new do |o|
+  o.banner = "Usage: ruby bench/boot.rb [options]   (also: loadout bench [options])"
+  o.on("--gems N", Integer, "gem directories on $LOAD_PATH (default #{opts[:gems]})") { |v| opts[:gems] = v }
+  o.on("--files N", Integer, "Ruby files across the gems (default #{opts[:files]})") { |v| opts[:files] = v }
+  o.on("--yaml N", Integer, "YAML locale files read at boot (default #{opts[:yaml]})") { |v| opts[:yaml] = v }
+  o.on("--rounds N", Integer, "interleaved rounds (default #{opts[:rounds]})") { |v| opts[:rounds] = v }
+  o.on("--seed N", Integer, "generator seed (default #{opts[:seed]})") { |v| opts[:seed] = v }
+  o.on("--small", "the bin/demo preset (~30 s): 40 gems, 300 files, 20 YAML, 3 rounds") do
+    opts.merge!(gems: 40, files: 300, yaml: 20, rounds: 3)
+  end
+  o.on("--dev", "development_mode: true for both caches (default: false, like production)") { opts[:dev] = true }
+  o.on("--strace", "one extra boot per scenario under strace -c -f: syscall counts") { opts[:strace] = true }
+  o.on("--valgrind", "one extra boot per scenario under valgrind (cachegrind): instruction counts; slow") { opts[:valgrind] = true }
+  o.on("--out FILE", "results file (default bench/results/boot-<date>.md)") { |v| opts[:out] = v }
+end.parse!(ARGV)
+
+def median(values)
+  s = values.sort
+  s.size.odd? ? s[s.size / 2] : (s[s.size / 2 - 1] + s[s.size / 2]) / 2.0
+end
+
+# Bootsnap (and its msgpack) come from the bundle, loaded in the children without bundler.
+def bootsnap_env
+  ENV["BUNDLE_GEMFILE"] ||= File.join(ROOT, "Gemfile")
+  require "bundler"
+  Bundler.setup
+  spec = Gem.loaded_specs["bootsnap"] or return nil
+  { paths: spec.full_require_paths, gem_path: ([Bundler.bundle_path.to_s] + Gem.path).uniq.join(File::PATH_SEPARATOR),
+    version: spec.version.to_s }
+rescue LoadError, StandardError => e
+  warn "bench boot: bootsnap unavailable (#{e.class}: #{e.message}); its scenarios are skipped"
+  nil
+end
+
+app = File.join(ROOT, "tmp/bench/app-s#{opts[:seed]}-g#{opts[:gems]}-f#{opts[:files]}-y#{opts[:yaml]}")
+marker = File.join(app, ".complete")
+unless File.exist?(marker)
+  warn "bench boot: generating #{app}"
+  Loadout::Bench::AppGenerator.new(app, seed: opts[:seed], gems: opts[:gems], files: opts[:files], yaml: opts[:yaml]).generate
+  File.write(marker, "")
+end
+rb_files = Dir.glob(File.join(app, "**/*.rb")).size
+
+bs = bootsnap_env
+CACHES = { "bootsnap" => File.join(app, "tmp/cache-bootsnap"), "loadout" => File.join(app, "tmp/cache-loadout") }.freeze
+BASE_ENV = ENV.keys.grep(/\A(BUNDLE|BUNDLER|RUBYOPT|RUBYLIB|LOADOUT_|BOOTSNAP_|DISABLE_BOOTSNAP|GEM_HOME)/)
+              .to_h { |k| [k, nil] }.merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"]).freeze
+
+def command(mode, bs)
+  args = [RbConfig.ruby]
+  args += ["-I", File.join(ROOT, "lib")] if mode == "loadout"
+  bs[:paths].each { |p| args += ["-I", p] } if mode == "bootsnap" && bs
+  args + ["boot.rb"]
+end
+
+def env_for(mode, bs, dev)
+  env = BASE_ENV.merge("BENCH_MODE" => mode, "BENCH_DEV" => dev ? "1" : "0")
+  env["BENCH_CACHE"] = CACHES[mode] if CACHES[mode]
+  env["GEM_PATH"] = bs[:gem_path] if mode == "bootsnap" && bs
+  env
+end
+
+# Runs one boot; returns [seconds, digest line]. The child gets its own process group, and the
+# timing stops when the child exits, but the next boot waits until the whole group is gone: a
+# cache may finish its writes in a background process (loadout's at-exit compile of misses),
+# and a warm run must not race it.
+def boot(app, mode, bs, dev, prefix: [])
+  out_r, out_w = IO.pipe
+  cpu_before = Process.times
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  pid = Process.spawn(env_for(mode, bs, dev), *prefix, *command(mode, bs), chdir: app, out: out_w, err: out_w,
+                                                                            pgroup: true)
+  out_w.close
+  output = out_r.read
+  _, status = Process.wait2(pid)
+  seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  cpu_after = Process.times
+  # CPU of the boot process itself (user + sys): far less sensitive to a busy machine than wall.
+  cpu = (cpu_after.cutime + cpu_after.cstime) - (cpu_before.cutime + cpu_before.cstime)
+  out_r.close
+  wait_group(pid)
+  raise "#{mode} boot failed (#{status}):\n#{output}" unless status.success?
+
+  [seconds, output[/^digest=\S+ features=\d+$/], output, cpu]
+end
+
+def wait_group(pgid)
+  deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 120
+  while group_alive?(pgid)
+    break if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+    sleep 0.05
+  end
+end
+
+# A process of the group still running. Zombies do not count: an init that is slow to reap
+# them would otherwise hold every boot up.
+def group_alive?(pgid)
+  unless File.directory?("/proc/self")
+    begin
+      Process.kill(0, -pgid)
+      return true
+    rescue SystemCallError
+      return false
+    end
+  end
+
+  Dir.children("/proc").any? do |entry|
+    next false unless entry.match?(/\A\d+\z/)
+
+    fields = File.read("/proc/#{entry}/stat").split(") ", 2).last.split
+    fields[0] != "Z" && fields[2].to_i == pgid
+  rescue SystemCallError
+    false
+  end
+end
+
+# "CI": same content, new mtimes (a fresh clone with a restored cache).
+def touch_all(app, stamp)
+  Dir.glob(File.join(app, "{gems,app,config}/**/*.{rb,yml,json}")).each { |f| File.utime(stamp, stamp, f) }
+end
+
+SCENARIOS = %w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci].freeze
+times = Hash.new { |h, k| h[k] = [] }
+cpus = Hash.new { |h, k| h[k] = [] }
+digests = Hash.new { |h, k| h[k] = [] }
+notes = []
+reference = nil
+features_equal = true
+stamp = Time.now - 86_400
+
+run = lambda do |scenario, **kw|
+  mode = scenario.split("_").first
+  return if mode == "bootsnap" && !bs
+
+  seconds, digest, output, cpu = boot(app, mode, bs, opts[:dev], **kw)
+  cpus[scenario] << cpu
+  reference ||= digest if scenario == "plain"
+  unless digest && digest == reference
+    features_equal = false
+    notes << "#{scenario}: features/data differ from plain (#{digest.inspect} vs #{reference.inspect})"
+    warn "bench boot: #{scenario} booted differently:\n#{output.lines.last(5).join}"
+  end
+  digests[scenario] << digest
+  times[scenario] << seconds
+  seconds
+end
+
+warn "bench boot: #{rb_files} Ruby files, #{opts[:gems]} gem dirs, #{opts[:yaml]} YAML; #{opts[:rounds]} rounds"
+# One untimed plain boot first: the reference digest, and a warm page cache for everyone.
+boot(app, "plain", bs, opts[:dev]).then { |_, digest, _| reference = digest }
+opts[:rounds].times do |round|
+  SCENARIOS.each do |scenario|
+    mode, phase = scenario.split("_")
+    case phase
+    when "cold" then FileUtils.rm_rf(CACHES[mode])
+    when "ci"
+      stamp += 60
+      touch_all(app, stamp)
+    end
+    run.call(scenario)
+  end
+  warn format("bench boot: round %d/%d %s", round + 1, opts[:rounds],
+              SCENARIOS.map { |s| times[s].last && format("%s=%.2f", s, times[s].last) }.compact.join(" "))
+end
+
+# Optional per-scenario syscall and instruction counts (one extra boot each, untimed).
+def probe_state(app, scenario, stamp)
+  mode, phase = scenario.split("_")
+  FileUtils.rm_rf(CACHES[mode]) if phase == "cold"
+  touch_all(app, stamp) if phase == "ci"
+end
+
+extra = Hash.new { |h, k| h[k] = {} }
+if opts[:strace]
+  SCENARIOS.each do |scenario|
+    next if scenario.start_with?("bootsnap") && !bs
+
+    stamp += 60
+    probe_state(app, scenario, stamp)
+    log = File.join(app, "tmp/strace-#{scenario}.txt")
+    FileUtils.mkdir_p(File.dirname(log))
+    boot(app, scenario.split("_").first, bs, opts[:dev], prefix: ["/usr/bin/strace", "-c", "-f", "-o", log])
+    text = File.read(log)
+    total = text[/^\S+\s+\S+\s+\S+\s+(\d+)\s+(\d+)?\s*total$/, 1].to_i
+    top = text.lines.grep(/^\s*\d/).map(&:split).reject { |f| f.last == "total" }
+              .sort_by { |f| -f[3].to_i }.first(4).map { |f| "#{f.last} #{f[3]}" }
+    extra[scenario][:syscalls] = total
+    extra[scenario][:top_syscalls] = top.join(", ")
+  end
+end
+if opts[:valgrind]
+  SCENARIOS.each do |scenario|
+    next if scenario.start_with?("bootsnap") && !bs
+
+    stamp += 60
+    probe_state(app, scenario, stamp)
+    _, _, output = boot(app, scenario.split("_").first, bs, opts[:dev],
+                        prefix: ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"])
+    extra[scenario][:instructions] = output[/I\s+refs:\s+([\d,]+)/, 1]&.delete(",")&.to_i
+  end
+end
+
+med = SCENARIOS.to_h { |s| [s, times[s].empty? ? nil : median(times[s])] }
+fmt = ->(v) { v ? format("%.3f", v) : "n/a" }
+ratio = ->(a, b) { a && b && b.positive? ? format("%.2fx", a / b) : "n/a" }
+date = Time.now.utc.strftime("%Y-%m-%d")
+out = opts[:out] || File.join(ROOT, "bench/results/boot-#{date}.md")
+lines = []
+lines << "# Boot benchmark, #{Time.now.utc.iso8601}"
+lines << ""
+lines << "App: #{rb_files} Ruby files in #{opts[:gems]} gem dirs on $LOAD_PATH + app/, #{opts[:yaml]} YAML locale files " \
+         "(seed #{opts[:seed]}); #{opts[:rounds]} interleaved rounds; development_mode: #{opts[:dev]}."
+lines << "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs; #{`uname -sr`.strip}; loadout backend " \
+         "#{ENV["LOADOUT_PURE"].to_s.match?(/\A(1|true|yes)\z/i) ? "ruby" : "native"}; bootsnap #{bs ? bs[:version] : "absent"}."
+lines << "Command: `#{["ruby bench/boot.rb", *ARGS].join(" ")}` (options: #{opts.reject { |k, _| k == :out }.map { |k, v| "#{k}=#{v}" }.join(" ")})"
+lines << ""
+header = "| scenario | median s | min-max s | vs plain | vs bootsnap (same phase) | median cpu s | features equal |"
+header += " syscalls | top syscalls |" if opts[:strace]
+header += " instructions |" if opts[:valgrind]
+lines << header
+lines << "|#{"---|" * header.count("|").pred}"
+SCENARIOS.each do |s|
+  next if med[s].nil?
+
+  mode, phase = s.split("_")
+  peer = mode == "loadout" ? med["bootsnap_#{phase}"] : nil
+  row = "| #{s} | #{fmt.(med[s])} | #{fmt.(times[s].min)}-#{fmt.(times[s].max)} | #{ratio.(med[s], med["plain"])} | " \
+        "#{mode == "loadout" ? ratio.(med[s], peer) : "-"} | #{fmt.(median(cpus[s]))} | #{digests[s].uniq == [reference]} |"
+  row += " #{extra[s][:syscalls]} | #{extra[s][:top_syscalls]} |" if opts[:strace]
+  row += " #{extra[s][:instructions]} |" if opts[:valgrind]
+  lines << row
+end
+lines << ""
+lines << "Wall time from spawn to exit of each boot (a background cache write after exit is waited for, untimed); " \
+         "cpu = the boot process's user+sys. Ratios are median/median (< 1 is faster). " \
+         "\"ci\" = every source file's mtime changed, caches kept."
+notes.uniq.each { |n| lines << "- #{n}" }
+FileUtils.mkdir_p(File.dirname(out))
+File.write(out, "#{lines.join("\n")}\n")
+puts lines
+puts
+puts "results: #{out}"
+puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["bootsnap_cold"])} " \
+     "bootsnap_warm_s=#{fmt.(med["bootsnap_warm"])} bootsnap_ci_s=#{fmt.(med["bootsnap_ci"])} " \
+     "loadout_cold_s=#{fmt.(med["loadout_cold"])} loadout_warm_s=#{fmt.(med["loadout_warm"])} " \
+     "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal}"

@@ -1,0 +1,221 @@
+# frozen_string_literal: true
+
+require "fileutils"
+
+module Loadout
+  module Bench
+    # Writes a realistic, deterministic (by seed) application for boot benchmarks:
+    #
+    # - +gems+ gem directories under gems/, each with lib/ on $LOAD_PATH and lib/<gem>.rb that
+    #   requires its files: nested namespaces, a mix of require and require_relative, autoloads
+    #   referenced later, optional requires rescued with LoadError, stdlib requires;
+    # - +files+ Ruby files across the gems (2-4 KB each, 15-30 methods, like real gem code);
+    # - an app/ tree of files/8 files loaded Rails-style (every app/**/*.rb required in order);
+    # - +yaml+ locale files read at boot with YAML.load_file, and a few JSON files;
+    # - boot.rb, which sets up plain Ruby, Bootsnap or loadout (BENCH_MODE) and boots it all.
+    #
+    #   AppGenerator.new("/tmp/app", seed: 1, gems: 200, files: 3000, yaml: 60).generate
+    class AppGenerator
+      WORDS = %w[active record model view route cable storage mailer job queue cache store http json
+                 xml auth token rate limit pool thread async event stream parse render format money
+                 time zone geo image pdf search index graph client server socket retry policy audit
+                 state machine billing invoice tax payment ledger report export import sync].freeze
+
+      attr_reader :dir, :gem_names
+
+      def initialize(dir, seed: 1, gems: 200, files: 3000, yaml: 60)
+        @dir = dir
+        @seed = seed
+        @gems = gems
+        @files = files
+        @yaml = yaml
+        @rng = Random.new(seed)
+        @gem_names = []
+        @autoloads = [] # [constant path] referenced from app code, so each autoload fires
+      end
+
+      # Writes the tree (replacing +dir+); returns self.
+      def generate
+        FileUtils.rm_rf(@dir)
+        FileUtils.mkdir_p(@dir)
+        per_gem = split(@files, @gems)
+        @gems.times { |i| write_gem(i, per_gem[i]) }
+        write_app([@files / 8, 10].max)
+        write_locales
+        write_json
+        write("boot.rb", BOOT)
+        write("gems.txt", @gem_names.join("\n"))
+        self
+      end
+
+      private
+
+      def write(rel, body)
+        path = File.join(@dir, rel)
+        FileUtils.mkdir_p(File.dirname(path))
+        File.write(path, body)
+      end
+
+      # +total+ split over +n+ buckets, uneven like real gems (a few big, many small), each >= 1.
+      def split(total, count)
+        weights = Array.new(count) { 0.2 + (@rng.rand**3) * 4 }
+        sum = weights.sum
+        sizes = weights.map { |w| [(total * w / sum).floor, 1].max }
+        sizes[@rng.rand(count)] += total - sizes.sum if sizes.sum < total
+        sizes
+      end
+
+      def camel(name)
+        name.split("_").map(&:capitalize).join
+      end
+
+      def gem_name(index)
+        "#{WORDS[@rng.rand(WORDS.size)]}_#{WORDS[@rng.rand(WORDS.size)]}_#{index}"
+      end
+
+      def write_gem(index, count)
+        name = gem_name(index)
+        @gem_names << name
+        mod = camel(name)
+        subs = Array.new([count / 6, 1].max) { |i| "#{WORDS[@rng.rand(WORDS.size)]}#{i}" }
+        entries = Array.new(count) { |i| [subs[i % subs.size], "#{WORDS[@rng.rand(WORDS.size)]}_#{i}"] }
+        top = +"# frozen_string_literal: true\n\nrequire \"set\"\nrequire \"#{name}/version\"\n\nmodule #{mod}\n"
+        relative = []
+        entries.each_with_index do |(sub, file), i|
+          feature = "#{name}/#{sub}/#{file}"
+          write("gems/#{name}/lib/#{feature}.rb", ruby_file([mod, camel(sub), camel(file)], @rng.rand(15..30)))
+          case i % 10
+          when 0
+            top << "  autoload :#{camel(file)}Entry, \"#{feature}_entry\"\n"
+            autoload_file(name, mod, sub, file)
+          when 1, 2 then relative << feature
+          end
+        end
+        top << "end\n\n"
+        entries.each_with_index do |(sub, file), i|
+          next if (i % 10) == 1 || (i % 10) == 2
+
+          top << "require \"#{name}/#{sub}/#{file}\"\n"
+        end
+        relative.each { |f| top << "require_relative \"#{f}\"\n" }
+        if @rng.rand < 0.3
+          top << "\nbegin\n  require \"#{name}/native_speedup\"\nrescue LoadError\n  #{mod}::NATIVE = false\nend\n"
+        end
+        write("gems/#{name}/lib/#{name}.rb", top)
+        write("gems/#{name}/lib/#{name}/version.rb", "# frozen_string_literal: true\n\nmodule #{mod}\n  VERSION = \"#{index}.#{@rng.rand(10)}.0\"\nend\n")
+      end
+
+      def autoload_file(name, mod, sub, file)
+        const = "#{camel(file)}Entry"
+        write("gems/#{name}/lib/#{name}/#{sub}/#{file}_entry.rb",
+              "# frozen_string_literal: true\n\nmodule #{mod}\n  module #{const}\n    LOADED = true\n  end\nend\n")
+        @autoloads << "#{mod}::#{const}"
+      end
+
+      # A module nest holding a class with +methods+ methods of assorted shapes.
+      def ruby_file(path, methods)
+        *mods, klass = path
+        out = +"# frozen_string_literal: true\n\n"
+        mods.each_with_index { |m, i| out << "#{"  " * i}module #{m}\n" }
+        ind = "  " * mods.size
+        out << "#{ind}class #{klass}\n"
+        out << "#{ind}  DEFAULTS = { limit: #{@rng.rand(100)}, name: #{klass.inspect}, tags: %w[a b c] }.freeze\n\n"
+        out << "#{ind}  attr_reader :options\n\n"
+        out << "#{ind}  def initialize(**options)\n#{ind}    @options = DEFAULTS.merge(options)\n#{ind}  end\n"
+        methods.times { |i| out << method_body(ind, i) }
+        out << "#{ind}end\n"
+        mods.size.times { |i| out << "#{"  " * (mods.size - 1 - i)}end\n" }
+        out
+      end
+
+      def method_body(ind, index)
+        name = "#{WORDS[@rng.rand(WORDS.size)]}_#{index}"
+        case @rng.rand(4)
+        when 0
+          "\n#{ind}  def #{name}(items)\n#{ind}    items.map { |x| x.to_s * #{@rng.rand(1..3)} }.select { |s| s.size > #{@rng.rand(5)} }\n#{ind}  end\n"
+        when 1
+          "\n#{ind}  def #{name}(value, fallback = nil)\n#{ind}    return fallback if value.nil?\n\n" \
+            "#{ind}    case value\n#{ind}    when Integer then value * #{@rng.rand(1..9)}\n" \
+            "#{ind}    when String then value.upcase\n#{ind}    else value.inspect\n#{ind}    end\n#{ind}  end\n"
+        when 2
+          "\n#{ind}  def #{name}\n#{ind}    @#{name} ||= begin\n#{ind}      h = {}\n" \
+            "#{ind}      #{@rng.rand(3..8)}.times { |i| h[\"k\#{i}\"] = i * #{@rng.rand(10)} }\n#{ind}      h\n#{ind}    end\n#{ind}  end\n"
+        else
+          "\n#{ind}  def #{name}(a, b: #{@rng.rand(10)}, **rest)\n#{ind}    raise ArgumentError, \"bad \#{a}\" if a.nil?\n\n" \
+            "#{ind}    [a, b, rest.keys.sort].flatten.compact.join(\"-\")\n#{ind}  end\n"
+        end
+      end
+
+      def write_app(count)
+        dirs = %w[models controllers services/billing services/sync jobs mailers]
+        count.times do |i|
+          dir = dirs[i % dirs.size]
+          base = "#{WORDS[@rng.rand(WORDS.size)]}_#{i}"
+          klass = camel(base) + (dir == "controllers" ? "Controller" : "")
+          uses = Array.new(2) { @autoloads.empty? ? "Object" : @autoloads[@rng.rand(@autoloads.size)] }
+          body = ruby_file([klass], @rng.rand(10..25))
+          body << "\n#{klass}::USES = [#{uses.join(", ")}].freeze\n"
+          write("app/#{dir}/#{base}#{"_controller" if dir == "controllers"}.rb", body)
+        end
+        # Every autoload is referenced at least once, so every one fires during boot.
+        refs = @autoloads.map { |c| "#{c}::LOADED" }.join(",\n  ")
+        write("app/zz_autoloads.rb", "# frozen_string_literal: true\n\nAUTOLOADED = [\n  #{refs}\n].freeze\n")
+      end
+
+      def write_locales
+        langs = %w[en fr de es it pt nl sv pl ja]
+        @yaml.times do |i|
+          lang = langs[i % langs.size]
+          lines = ["#{lang}:"]
+          @rng.rand(4..8).times do |s|
+            lines << "  section_#{s}:"
+            @rng.rand(5..12).times do |k|
+              lines << "    key_#{k}: \"#{WORDS[@rng.rand(WORDS.size)]} %{name} #{@rng.rand(1000)}\""
+            end
+            lines << "    list: [#{Array.new(3) { WORDS[@rng.rand(WORDS.size)] }.join(", ")}]"
+            lines << "    count: #{@rng.rand(100)}"
+          end
+          write("config/locales/#{lang}_#{i}.yml", "#{lines.join("\n")}\n")
+        end
+      end
+
+      def write_json
+        3.times do |i|
+          pairs = Array.new(20) { |k| "\"#{WORDS[@rng.rand(WORDS.size)]}_#{k}\": [#{@rng.rand(100)}, \"#{WORDS[@rng.rand(WORDS.size)]}\"]" }
+          write("config/data_#{i}.json", "{#{pairs.join(", ")}}\n")
+        end
+      end
+
+      # The generated app's entry point. BENCH_MODE: plain | bootsnap | loadout. It prints one
+      # line: a digest of what booted (features in order, relative; data read), for equality checks.
+      BOOT = <<~'RUBY'
+        # frozen_string_literal: true
+
+        app = __dir__
+        cache = ENV.fetch("BENCH_CACHE", File.join(app, "tmp/cache"))
+        # Like bundler/setup: every gem's lib dir is on $LOAD_PATH before the boot cache is set up.
+        gems = File.read(File.join(app, "gems.txt")).split("\n")
+        gems.each { |g| $LOAD_PATH << File.join(app, "gems", g, "lib") }
+        case ENV.fetch("BENCH_MODE", "plain")
+        when "bootsnap"
+          require "bootsnap"
+          Bootsnap.setup(cache_dir: cache, development_mode: ENV["BENCH_DEV"] == "1", load_path_cache: true,
+                         compile_cache_iseq: true, compile_cache_yaml: true)
+        when "loadout"
+          require "loadout"
+          Loadout.setup(cache_dir: cache, root: app, development_mode: ENV["BENCH_DEV"] == "1")
+        end
+        require "yaml"
+        require "json"
+        gems.each { |g| require g }
+        locales = Dir[File.join(app, "config/locales/*.yml")].sort.map { |f| YAML.load_file(f) }
+        data = Dir[File.join(app, "config/*.json")].sort.map { |f| JSON.load_file(f) }
+        Dir[File.join(app, "app/**/*.rb")].sort.each { |f| require f }
+        require "digest"
+        features = $LOADED_FEATURES.select { |f| f.start_with?("#{app}/") }.map { |f| f.delete_prefix("#{app}/") }
+        puts "digest=#{Digest::SHA256.hexdigest([features, locales, data, AUTOLOADED.size].inspect)} features=#{features.size}"
+      RUBY
+      private_constant :BOOT
+    end
+  end
+end

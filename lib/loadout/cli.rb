@@ -1,0 +1,177 @@
+# frozen_string_literal: true
+
+require "optparse"
+require "rbconfig"
+require "loadout"
+
+module Loadout
+  module Setup # :nodoc:
+    # The CLI reads LOADOUT_* through Setup but must not cache its own process (see setup.rb).
+    @manual = true
+  end
+end
+require "loadout/setup"
+
+module Loadout
+  # `loadout COMMAND [options]`. Each command is a `<name>_command(argv)` method returning an
+  # Integer exit status; `run` turns usage errors into message + usage on stderr and exit 1, and
+  # any other failure into one line (the backtrace only with --debug).
+  class CLI
+    autoload :Context, "loadout/cli/context"
+    autoload :Precompile, "loadout/cli/precompile"
+    autoload :Check, "loadout/cli/check"
+    autoload :StoreCommands, "loadout/cli/store_commands"
+    autoload :WorkerPool, "loadout/cli/worker_pool"
+    autoload :Progress, "loadout/cli/progress"
+
+    COMMANDS = {
+      "precompile" => "fill the compile caches and build the load-path index for the current bundle",
+      "check" => "tell, without booting the app, whether the next boot will hit the caches",
+      "stats" => "store size, live/garbage, entries per kind/variant, last boot's hit rates",
+      "compact" => "rewrite the store without dead records",
+      "clean" => "delete cache entries (--all, or by --kind / --variant)",
+      "bench" => "run the boot benchmark (bench/boot.rb)",
+      "version" => "print the version"
+    }.freeze
+
+    USAGE = <<~TEXT
+      Usage: loadout COMMAND [options]   (loadout COMMAND --help for a command's options)
+
+      Commands:
+      #{COMMANDS.map { |name, text| format("  %-11s %s", name, text) }.join("\n")}
+
+      Options for every command:
+        --cache-dir DIR   the cache directory (default: $LOADOUT_CACHE_DIR or tmp/cache/loadout
+                          under the directory of the Gemfile)
+        --debug           print the backtrace of an unexpected error
+    TEXT
+
+    attr_reader :out, :err, :env
+
+    def initialize(argv, out: $stdout, err: $stderr, env: ENV)
+      @argv = argv.dup
+      @out = out
+      @err = err
+      @env = env
+      @debug = false
+    end
+
+    # Runs the command; returns its exit status.
+    #: () -> Integer
+    def run
+      @debug = !@argv.delete("--debug").nil?
+      command = @argv.shift
+      case command
+      when "-h", "--help", "help"
+        out.puts USAGE
+        0
+      when "-v", "--version"
+        version_command([])
+      when nil
+        usage_error("no command given")
+      else
+        name = command.tr("-", "_")
+        return usage_error("unknown command: #{command}") unless COMMANDS.key?(command) || name == "__worker"
+
+        public_send("#{name}_command", @argv)
+      end
+    rescue UsageError => e
+      usage_error(e.message, e.usage || USAGE)
+    rescue ConfigError => e
+      err.puts "loadout: #{e.message}"
+      1
+    rescue Interrupt
+      err.puts "loadout: interrupted"
+      130
+    rescue StandardError, ScriptError => e
+      err.puts "loadout: #{e.class}: #{e.message}"
+      if @debug
+        err.puts e.backtrace
+      else
+        err.puts "(run with --debug for the backtrace)"
+      end
+      1
+    end
+
+    def precompile_command(argv)
+      Precompile.new(self, argv).run
+    end
+
+    # Hidden: one precompile worker process (spawned by precompile; not for people).
+    def __worker_command(argv) # :nodoc:
+      Precompile.worker(self, argv)
+    end
+
+    def check_command(argv)
+      Check.new(self, argv).run
+    end
+
+    def stats_command(argv)
+      StoreCommands.new(self, argv).stats
+    end
+
+    def compact_command(argv)
+      StoreCommands.new(self, argv).compact
+    end
+
+    def clean_command(argv)
+      StoreCommands.new(self, argv).clean
+    end
+
+    # Runs bench/boot.rb (a checkout only: bench/ is not packaged), streaming its output.
+    def bench_command(argv)
+      script = File.expand_path("../../bench/boot.rb", __dir__)
+      unless File.file?(script)
+        err.puts "loadout: bench/boot.rb is not part of the installed gem; run it from a checkout of loadout"
+        return 1
+      end
+
+      require "open3"
+      Open3.popen2e(RbConfig.ruby, script, *argv) do |stdin, output, wait|
+        stdin.close
+        output.each_line { |line| out.print line }
+        wait.value.success? ? 0 : 1
+      end
+    end
+
+    def version_command(argv)
+      parse(argv, "version", "Usage: loadout version")
+      out.puts "loadout #{Loadout::VERSION} (#{Loadout::BACKEND} backend, #{RUBY_DESCRIPTION})"
+      0
+    end
+
+    # Parses +argv+ for one command: adds --cache-dir and --help, raises UsageError on a bad
+    # option. Returns [remaining args, Context] (nil Context when --help was printed).
+    #: (Array[String], String, String) ?{ (OptionParser) -> void } -> [Array[String], Context?]
+    def parse(argv, command, banner)
+      cache_dir = nil
+      help = false
+      parser = OptionParser.new do |o|
+        o.banner = banner
+        o.separator ""
+        yield o if block_given?
+        o.on("--cache-dir DIR", "cache directory (default: $LOADOUT_CACHE_DIR or tmp/cache/loadout)") { |v| cache_dir = v }
+        o.on("-h", "--help", "show this help") { help = true }
+      end
+      rest = begin
+        parser.parse(argv)
+      rescue OptionParser::ParseError => e
+        raise UsageError.new("#{command}: #{e.message}", parser.help)
+      end
+      if help
+        out.puts parser.help
+        return [rest, nil]
+      end
+      [rest, Context.new(env, cache_dir, parser.help)]
+    end
+
+    private
+
+    def usage_error(message, usage = USAGE)
+      err.puts "loadout: #{message}"
+      err.puts
+      err.puts usage
+      1
+    end
+  end
+end

@@ -1,0 +1,46 @@
+# frozen_string_literal: true
+
+require "fileutils"
+
+module Loadout
+  class CLI
+    # What every command needs: the settings the environment gives (through Setup, the one place
+    # that reads LOADOUT_*), a --cache-dir override, and the store. :nodoc:
+    class Context # :nodoc:
+      attr_reader :config, :help
+
+      def initialize(env, cache_dir, help)
+        base = Setup.config_from(env) || Setup.config_from(env.to_h.merge("LOADOUT_DISABLE" => "0"))
+        opts = base.to_h
+        opts[:cache_dir] = cache_dir if cache_dir
+        @config = Config.new(**opts)
+        @help = help
+      end
+
+      def store_path
+        config.store_path
+      end
+
+      def store_exists?
+        File.file?(store_path)
+      end
+
+      # Opens the store (readonly unless +write+). Raises Loadout::Error with a readable message
+      # when the store component is missing; the caller reports it.
+      def open_store(write: false)
+        klass = Boot.component(:Store)
+        raise Error, "this build of loadout has no store (lib/loadout/store.rb is missing)" unless klass
+
+        FileUtils.mkdir_p(config.cache_dir) if write
+        klass.open(store_path, readonly: !write, fail_safe: false, defer_writes: write)
+      end
+
+      def with_store(write: false)
+        store = open_store(write: write)
+        yield store
+      ensure
+        store&.close
+      end
+    end
+  end
+end

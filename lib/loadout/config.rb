@@ -1,0 +1,171 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+require "loadout/error"
+
+module Loadout
+  # The validated settings of one Loadout.setup call: keyword arguments in, a frozen value out.
+  # Every path is expanded here (and nowhere else), so the rest of loadout only sees absolute
+  # Strings. A bad option raises ConfigError naming it and the values it accepts.
+  #
+  #   Config.new(cache_dir: "tmp/cache/loadout", root: "/app", compile_cache: [:iseq, :yaml])
+  class Config
+    COMPILE_KINDS = %i[iseq yaml json].freeze
+    # nil: each component's default; :none: check everything; :stable: trust gem and Ruby dirs
+    # as stored; :all: trust everything (immutable images only).
+    TRUST_LEVELS = [nil, :none, :stable, :all].freeze
+    DEFAULT_IGNORE_DIRECTORIES = ["node_modules"].freeze
+
+    DEFAULTS = {
+      cache_dir: nil,
+      root: nil,
+      load_path_cache: true,
+      compile_cache: true,
+      development_mode: true,
+      readonly: false,
+      trust: nil,
+      ignore_directories: DEFAULT_IGNORE_DIRECTORIES,
+      log: false,
+      stats: false
+    }.freeze
+    OPTIONS = DEFAULTS.keys.freeze
+
+    attr_reader(*OPTIONS)
+
+    # Builds and freezes the settings; raises ConfigError on an unknown option or a bad value.
+    #: (**untyped) -> Config
+    def initialize(**options)
+      unknown = options.keys - OPTIONS
+      unless unknown.empty?
+        name = unknown.first
+        raise ConfigError.new(name, options[name], "one of the options #{OPTIONS.join(", ")} (#{name} is unknown)")
+      end
+
+      opts = DEFAULTS.merge(options)
+      @root = expand_root(opts[:root])
+      @cache_dir = expand_cache_dir(opts[:cache_dir])
+      @load_path_cache = boolean(:load_path_cache, opts[:load_path_cache])
+      @compile_cache = compile_kinds(opts[:compile_cache])
+      @development_mode = boolean(:development_mode, opts[:development_mode])
+      @readonly = boolean(:readonly, opts[:readonly])
+      @trust = trust_level(opts[:trust])
+      @ignore_directories = directories(opts[:ignore_directories])
+      @log = boolean(:log, opts[:log])
+      @stats = boolean(:stats, opts[:stats])
+      freeze
+    end
+
+    # Where the store file lives inside cache_dir.
+    def store_path #: () -> String
+      File.join(@cache_dir, "store")
+    end
+
+    # The compile cache knows two levels: nil (stat every file) and :stable (trust files outside
+    # the app root). :all implies :stable; :none is its default.
+    def compile_cache_trust #: () -> Symbol?
+      %i[stable all].include?(@trust) ? :stable : nil
+    end
+
+    # True when at least one compile cache kind is on.
+    def compile_cache? #: () -> bool
+      !@compile_cache.empty?
+    end
+
+    # Directories cache keys are made relative to, most specific first: the app root, every gem
+    # home, and Ruby's prefix. A cache built under the same roots elsewhere stays valid.
+    def roots #: () -> Array[String]
+      @roots ||= begin
+        gem_dirs = defined?(Gem) ? Gem.path : []
+        ([@root] + gem_dirs.map { |d| File.expand_path(d) } + [File.expand_path(RbConfig::CONFIG["prefix"])])
+          .uniq.freeze
+      end
+    end
+
+    def to_h #: () -> Hash[Symbol, untyped]
+      OPTIONS.to_h { |name| [name, public_send(name)] }
+    end
+
+    def ==(other)
+      other.is_a?(Config) && other.to_h == to_h
+    end
+    alias eql? ==
+
+    def hash
+      to_h.hash
+    end
+
+    def freeze
+      roots
+      super
+    end
+
+    private
+
+    def path_string(name, value)
+      value = value.to_path if value.respond_to?(:to_path)
+      unless value.is_a?(String) && !value.empty? && !value.include?("\0")
+        raise ConfigError.new(name, value, "a non-empty path String or Pathname")
+      end
+
+      value
+    end
+
+    def expand_root(value)
+      return File.expand_path(Dir.pwd) if value.nil?
+
+      File.expand_path(path_string(:root, value))
+    end
+
+    def expand_cache_dir(value)
+      if value.nil?
+        raise ConfigError.new(:cache_dir, value, "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
+      end
+
+      File.expand_path(path_string(:cache_dir, value), @root)
+    end
+
+    def boolean(name, value)
+      return value if value == true || value == false
+
+      raise ConfigError.new(name, value, "true or false")
+    end
+
+    def compile_kinds(value)
+      return COMPILE_KINDS if value == true
+      return [].freeze if value == false
+
+      accepted = "true, false, or an Array of #{COMPILE_KINDS.map(&:inspect).join(", ")}"
+      raise ConfigError.new(:compile_cache, value, accepted) unless value.is_a?(Array)
+
+      kinds = value.map { |k| k.is_a?(String) ? k.to_sym : k }
+      raise ConfigError.new(:compile_cache, value, accepted) unless (kinds - COMPILE_KINDS).empty?
+
+      COMPILE_KINDS.select { |k| kinds.include?(k) }.freeze
+    end
+
+    def trust_level(value)
+      value = nil if value == false
+      value = value.to_sym if value.is_a?(String)
+      return value if TRUST_LEVELS.include?(value)
+
+      raise ConfigError.new(:trust, value, "nil (the default), :none (check everything), :stable (trust gem and " \
+                                           "Ruby dirs as stored) or :all (trust everything: immutable images only)")
+    end
+
+    # Names ("node_modules") are matched anywhere; entries with a "/" are paths, expanded
+    # against root.
+    def directories(value)
+      accepted = "an Array of directory names or paths (Strings)"
+      raise ConfigError.new(:ignore_directories, value, accepted) unless value.is_a?(Array)
+
+      value.map do |dir|
+        dir = dir.to_path if dir.respond_to?(:to_path)
+        unless dir.is_a?(String) && !dir.empty? && !dir.include?("\0")
+          raise ConfigError.new(:ignore_directories, value, accepted)
+        end
+
+        (dir.include?("/") ? File.expand_path(dir, @root) : dir).freeze
+      end.uniq.freeze
+    end
+  end
+end

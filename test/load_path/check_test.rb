@@ -1,0 +1,168 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require_relative "app_boot"
+require "support/fake_store"
+require "stringio"
+require "loadout/cli"
+
+# LoadPath.check and `loadout check`: what the next boot will do with the stored index, said
+# without booting the app, for the app's $LOAD_PATH (recorded by its last boot, or asked from a
+# child `ruby -rbundler/setup`), never for the CLI's own.
+class LoadPathCheckTest < Minitest::Test
+  include Loadout::TestSupport::AppBoot
+
+  test "after a warm boot check says hit, for the $LOAD_PATH the boot recorded" do
+    with_booted_app do |app, lib|
+      2.times { boot!(app, lib) }
+      out = check(app, lib, status: 0)
+      assert_includes out, "load_path:  hit (index for this $LOAD_PATH"
+      assert_includes out, "3 added after boot" # vendor/gems/{alpha,beta}/lib and lib, unshifted by the app
+      assert_includes out, "$LOAD_PATH: as the last boot that wrote the cache saw it"
+      assert_includes out, "verdict:    HIT"
+      # And it is right: the next boot restores the index and lists nothing.
+      stats = load_path_stats(boot!(app, lib, env: { "LOADOUT_STATS" => "1" }).stderr)
+      assert_equal "true", stats["restored"]
+      assert_equal "0", stats["rescans"]
+    end
+  end
+
+  test "the boot record is written by a boot that writes anyway; a warm boot writes nothing" do
+    with_booted_app do |app, lib|
+      boot!(app, lib)
+      files = -> { Dir[File.join(app, "tmp/cache/loadout/*")].sort.to_h { |f| [f, File.binread(f)] } }
+      before = files.call
+      Loadout::Store.open(store_path(app), readonly: true) do |s|
+        record = Loadout::LoadPath::Snapshot.load_boot(s)
+        assert_includes record[:load_path], lib
+        assert_equal ["#{app}/vendor/gems/alpha/lib", "#{app}/vendor/gems/beta/lib", "#{app}/lib"].sort, record[:later].sort
+        assert_equal "#{app}/Gemfile.lock", record[:lock][0]
+      end
+      2.times { boot!(app, lib) }
+      assert(before == files.call, "a warm boot changed the store or its hint file")
+    end
+  end
+
+  test "a file added to an app dir: stale, naming the dir whose mtime changed; the next boot relists it" do
+    with_booted_app do |app, lib|
+      2.times { boot!(app, lib) }
+      File.write(File.join(app, "lib/fixture_app/added.rb"), "ADDED = 1\n")
+      out = check(app, lib, status: 2)
+      assert_includes out, "load_path:  stale (index found, but 1 entry is listed again"
+      assert_includes out, "  stale: #{app}/lib (added after boot; #{app}/lib/fixture_app mtime changed)"
+      assert_includes out, "verdict:    MISS"
+      stats = load_path_stats(boot!(app, lib, env: { "LOADOUT_STATS" => "1" }).stderr)
+      assert_equal "true", stats["restored"]
+      assert_equal "1", stats["rescans"], "only the changed entry is listed again"
+      backdate(File.dirname(app)) # the relisting is then not racily clean
+      boot!(app, lib)
+      assert_includes check(app, lib, status: 0), "load_path:  hit"
+    end
+  end
+
+  test "a changed entry of the boot-time $LOAD_PATH is named too" do
+    with_booted_app do |app, lib|
+      2.times { boot!(app, lib) }
+      File.write(File.join(lib, "loadout/zz_added.rb"), "")
+      out = check(app, lib, status: 2)
+      assert_includes out, "  stale: #{lib} (#{lib}/loadout mtime changed)"
+    end
+  end
+
+  test "an empty cache is a miss; the $LOAD_PATH comes from bundler/setup when no boot was recorded" do
+    with_booted_app do |app, lib|
+      FileUtils.mkdir_p(File.dirname(store_path(app)))
+      Loadout::Store.open(store_path(app)) { |s| s.put("st/other", "1") }
+      out = check(app, lib, status: 2)
+      assert_includes out, "load_path:  miss (no index for this $LOAD_PATH"
+      assert_includes out, "$LOAD_PATH: `ruby -rbundler/setup` with BUNDLE_GEMFILE=#{app}/Gemfile"
+      assert_includes out, "no boot recorded yet"
+      # The probe's $LOAD_PATH is the app's: once a boot stored its index, the probe finds it.
+      boot!(app, lib)
+      Loadout::Store.open(store_path(app)) { |s| s.delete("lp/boot") }
+      assert_includes check(app, lib, status: 0), "load_path:  hit"
+    end
+  end
+
+  test "a record made with another Gemfile.lock is not trusted" do
+    with_booted_app do |app, lib|
+      boot!(app, lib, ruby_opts: ["-I", File.join(app, "config")]) # an item the probe cannot see
+      File.write(File.join(app, "Gemfile.lock"), File.read(File.join(app, "Gemfile.lock")) + "\n")
+      out = check(app, lib, status: 2)
+      assert_includes out, "load_path:  miss"
+      assert_includes out, "the recorded one is not used: Gemfile.lock changed since it was recorded"
+    end
+  end
+
+  test "a bundle that cannot be set up: check cannot tell (exit 3), precompile builds no index" do
+    with_files([["Gemfile", "gem(\n"], ["tmp/cache/loadout/"]]) do |app|
+      Loadout::Store.open(store_path(app)) { |s| s.put("st/other", "1") }
+      env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
+      out = StringIO.new
+      status = Loadout::CLI.new(%w[check --no-iseq --no-yaml --no-json], out: out, err: StringIO.new, env: env).run
+      assert_equal 3, status, out.string
+      assert_match(/^load_path:  cannot tell \(bundler\/setup failed in #{Regexp.escape(app)}: /, out.string)
+      out = StringIO.new
+      err = StringIO.new
+      status = Loadout::CLI.new(%w[precompile --no-iseq --no-yaml --no-json], out: out, err: err, env: env).run
+      assert_equal 0, status, err.string
+      assert_includes out.string, "load-path index not built (bundler/setup failed in #{app}: "
+      assert_includes err.string, "loadout precompile: bundler/setup failed in #{app}: "
+    end
+  end
+
+  # The API on a store, without an app: the answer follows the index and the files.
+  test "LoadPath.check: miss, then hit once precompiled, stale with the changed dir, trust: :all trusts" do
+    with_files([["gems/g-1.0/lib/g.rb", ""], ["app/lib/a.rb", ""], ["app/lib/sub/b.rb", ""], ["later/c.rb", ""]]) do |dir|
+      backdate(dir)
+      store = Loadout::TestSupport::FakeStore.open
+      lp = ["#{dir}/app/lib", "#{dir}/gems/g-1.0/lib"]
+      roots = ["#{dir}/gems"]
+      check = ->(**kw) { Loadout::LoadPath.check(store: store, load_path: lp, stable_roots: roots, **kw) }
+      assert_equal :miss, check.call[:status]
+      built = Loadout::LoadPath.precompile(store: store, load_path: lp, stable_roots: roots, extra: ["#{dir}/later"])
+      refute built[:restored]
+      assert_equal 3, built[:listed]
+      assert_equal({ status: :hit, entries: [] }, check.call(later: ["#{dir}/later"]).slice(:status, :entries))
+      assert Loadout::LoadPath.precompile(store: store, load_path: lp, stable_roots: roots)[:restored], "precompile is idempotent"
+      # A fingerprint differs with the stable roots (the app's, not this process's, are needed).
+      assert_equal :miss, Loadout::LoadPath.check(store: store, load_path: lp, stable_roots: [])[:status]
+
+      File.write("#{dir}/app/lib/sub/new.rb", "")
+      File.write("#{dir}/gems/g-1.0/lib/new.rb", "") # stable: trusted as stored, like a boot does
+      File.write("#{dir}/later/new.rb", "")
+      answer = check.call(later: ["#{dir}/later"])
+      assert_equal :stale, answer[:status]
+      assert_equal [{ path: "#{dir}/app/lib", status: :stale, reason: "#{dir}/app/lib/sub mtime changed" },
+                    { path: "#{dir}/later", status: :stale, reason: "added after boot; #{dir}/later mtime changed" }],
+                   answer[:entries]
+      assert_equal :miss, check.call(trust: :all)[:status], "another trust level is another index"
+      Loadout::LoadPath.precompile(store: store, load_path: lp, stable_roots: roots, trust: :all)
+      assert_equal :hit, check.call(trust: :all)[:status], "trust: :all checks nothing, like its boots"
+      assert_equal :missing, check.call(later: ["#{dir}/gems"])[:entries].last[:status]
+    end
+  end
+
+  test "the boot record: rewritten only when it changes; a damaged or foreign one reads as none" do
+    snap = Loadout::LoadPath::Snapshot
+    store = Loadout::TestSupport::FakeStore.open
+    assert_nil snap.load_boot(store)
+    record = { load_path: ["/app/lib", "#<Pathname>"], stable_roots: ["/gems"], later: ["/app/x"], lock: ["/app/Gemfile.lock", "1.2.3"] }
+    snap.save_boot(store, record)
+    assert_equal record, snap.load_boot(store)
+    writes = store.puts_count
+    snap.save_boot(store, record.dup)
+    assert_equal writes, store.puts_count, "the same record is not written again"
+    ["garbage", Marshal.dump([snap::FORMAT + 1, record]), Marshal.dump([snap::FORMAT, record.merge(load_path: [1])]),
+     Marshal.dump([snap::FORMAT, record.merge(lock: "x")])].each do |raw|
+      store.put(snap::BOOT_KEY, raw)
+      assert_nil snap.load_boot(store), raw.inspect
+    end
+  end
+
+  test "LoadPath.check validates its options like install!" do
+    assert_raises(Loadout::ConfigError) { Loadout::LoadPath.check(store: Object.new, load_path: []) }
+    assert_raises(Loadout::ConfigError) { Loadout::LoadPath.check(store: nil, load_path: []) }
+    assert_raises(Loadout::ConfigError) { Loadout::LoadPath.check(store: Loadout::TestSupport::FakeStore.open, load_path: [], trust: :maybe) }
+  end
+end

@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require_relative "../integration/app_helper"
+
+# `require "loadout/setup"` in a real child Ruby, the way an app's config/boot.rb does it.
+class RequireSetupTest < Minitest::Test
+  include Loadout::TestSupport::App
+
+  SHOW = 'require "loadout/setup"; c = Loadout::Boot.config; ' \
+         'puts c ? [c.root, c.cache_dir, c.development_mode, c.readonly].join("|") : "off"'
+
+  def show(chdir:, env: {})
+    result = spawn_ruby("-e", SHOW, env: env, chdir: chdir)
+    assert result.success?, result.stderr
+    assert_empty loadout_lines(result.stderr), result.stderr
+    result.stdout.chomp
+  end
+
+  test "after bundler/setup the cache dir is tmp/cache/loadout next to the Gemfile, wherever the process starts" do
+    with_app do |app|
+      script = 'require "bundler/setup"; ' + SHOW
+      result = spawn_ruby("-e", script, env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }, chdir: "/")
+      assert result.success?, result.stderr
+      assert_equal "#{app}|#{app}/tmp/cache/loadout|true|false", result.stdout.chomp
+    end
+  end
+
+  test "without BUNDLE_GEMFILE the nearest Gemfile above the working directory wins" do
+    with_app do |app|
+      assert_equal "#{app}|#{app}/tmp/cache/loadout|true|false", show(chdir: File.join(app, "app/models"))
+    end
+  end
+
+  test "LOADOUT_CACHE_DIR moves the cache, relative to the app root" do
+    with_app do |app|
+      line = show(chdir: app, env: { "LOADOUT_CACHE_DIR" => "var/lo" })
+      assert_equal "#{app}/var/lo", line.split("|")[1]
+    end
+  end
+
+  test "development mode comes from RAILS_ENV / RACK_ENV" do
+    with_app do |app|
+      assert_equal "true", show(chdir: app).split("|")[2]
+      assert_equal "false", show(chdir: app, env: { "RAILS_ENV" => "production" }).split("|")[2]
+      assert_equal "false", show(chdir: app, env: { "RACK_ENV" => "test" }).split("|")[2]
+      assert_equal "true", show(chdir: app, env: { "RACK_ENV" => "development" }).split("|")[2]
+    end
+  end
+
+  test "LOADOUT_DISABLE=1 leaves the process alone" do
+    with_app do |app|
+      assert_equal "off", show(chdir: app, env: { "LOADOUT_DISABLE" => "1" })
+      refute File.exist?(File.join(app, "tmp/cache/loadout"))
+    end
+  end
+
+  test "a bad variable stops the boot with a message naming it" do
+    with_app do |app|
+      result = spawn_ruby("-e", SHOW, env: { "LOADOUT_READONLY" => "maybe" }, chdir: app)
+      refute result.success?
+      assert_includes result.stderr, 'LOADOUT_READONLY: "maybe" is not accepted; use 1/0/true/false/yes/no'
+      assert_includes result.stderr, "Loadout::ConfigError"
+    end
+  end
+
+  test "a second setup with the same options is a silent no-op; different options warn and keep the first" do
+    with_app do |app|
+      script = <<~RUBY
+        require "loadout"
+        p Loadout.setup(cache_dir: "c1")
+        p Loadout.setup(cache_dir: "c1")
+        p Loadout.setup(cache_dir: "c2", readonly: true)
+        puts Loadout::Boot.config.cache_dir
+      RUBY
+      result = spawn_ruby("-e", script, chdir: app)
+      assert result.success?, result.stderr
+      assert_equal "true\nfalse\nfalse\n#{app}/c1\n", result.stdout
+      lines = loadout_lines(result.stderr)
+      assert_equal 1, lines.size, result.stderr
+      assert_includes lines.first, "already called with different options"
+      assert_includes lines.first, "cache_dir"
+      assert_includes lines.first, "readonly"
+    end
+  end
+
+  test "a bad option to Loadout.setup raises even after a good setup" do
+    with_app do |app|
+      script = 'require "loadout"; Loadout.setup(cache_dir: "c"); ' \
+               'begin; Loadout.setup(cache_dir: "c", jit: true); rescue Loadout::ConfigError => e; puts e.message; end'
+      result = spawn_ruby("-e", script, chdir: app)
+      assert result.success?, result.stderr
+      assert_match(/\Ajit: true is not accepted/, result.stdout)
+    end
+  end
+end
