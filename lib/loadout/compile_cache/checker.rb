@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+require "loadout/compile_cache"
+require "loadout/compile_cache/key"
+require "loadout/compile_cache/entry"
+require "loadout/compile_cache/validator"
+
+module Loadout
+  module CompileCache
+    # Answers `loadout check` for one file without booting the app and without writing: what
+    # would the next boot do with this file's cache entry? It repeats the boot's decisions
+    # (Validator with readonly: true, so a digest match appends nothing).
+    #
+    # ISeq entries are looked up under the variant this process would use (the default compile
+    # options). YAML and JSON variants depend on the method and keywords the app calls with,
+    # which only the app knows, so any variant of the file counts: the best answer wins.
+    class Checker # :nodoc:
+      RANK = { hit: 0, stale: 1, missing: 2 }.freeze
+
+      def initialize(store, roots)
+        @store = store
+        @key = Key.new(roots)
+        @validator = Validator.new(store, true)
+        @by_path = nil
+      end
+
+      # [status, reason]: status is :hit, :stale or :missing.
+      #: (String, Symbol) -> [Symbol, String?]
+      def check(path, kind)
+        path = File.expand_path(path)
+        keys = kind == :iseq ? [iseq_key(path)] : data_keys(path, kind == :yaml ? "y" : "j")
+        return [:missing, "no entry"] if keys.empty?
+
+        keys.map { |key| check_entry(path, key) }.min_by { |status, _| RANK.fetch(status) }
+      end
+
+      private
+
+      def iseq_key(path)
+        options = RubyVM::InstructionSequence.compile_option.sort_by { |k, _| k.to_s }.inspect
+        @key.for("i", @key.variant(:iseq, options), path)
+      end
+
+      # Every stored key of this kind for +path+, whatever its variant.
+      def data_keys(path, letter)
+        relative = @key.for(letter, "", path).delete_prefix("#{Key::PREFIX}#{letter}//")
+        by_path[[letter, relative]] || []
+      end
+
+      # { [letter, relative key] => [store keys] } for the YAML and JSON entries, built once.
+      def by_path
+        @by_path ||= begin
+          map = Hash.new { |h, k| h[k] = [] }
+          @store.each do |key, _value|
+            next unless key.start_with?("cc/y/", "cc/j/")
+
+            letter = key[3]
+            rest = key[5..]
+            slash = rest.index("/") or next
+            map[[letter, rest[(slash + 1)..]]] << key
+          end
+          map
+        end
+      end
+
+      def check_entry(path, key)
+        blob = @store.get(key) or return [:missing, "no entry"]
+        entry = Entry.load(blob) or return [:stale, "entry is damaged; it will be rebuilt"]
+        state, = @validator.check(path, entry, key)
+        case state
+        when :missing then [:missing, "file cannot be read"]
+        when :stale then [:stale, "content changed since it was cached"]
+        else
+          return [:hit, "Ruby compiles it itself (#{entry.payload.force_encoding(Encoding::UTF_8)})"] if entry.negative?
+
+          [:hit, state == :revalidated ? "metadata changed, content the same: one digest, then stat hits" : nil]
+        end
+      end
+    end
+
+    class << self
+      # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
+      # One Checker per store and roots is reused, so a whole check lists the store once.
+      #: (store: untyped, path: String, kind: Symbol, roots: Array[String]) -> [Symbol, String?]
+      def check(store:, path:, kind:, roots:)
+        raise ConfigError.new(:kind, kind, KINDS.map(&:inspect).join(", ")) unless KINDS.include?(kind)
+
+        @checker = nil unless @checker && @checker_for == [store, roots]
+        @checker_for = [store, roots]
+        (@checker ||= Checker.new(store, roots)).check(path, kind)
+      end
+    end
+  end
+end
