@@ -60,4 +60,15 @@ module Loadout
 
   # Another process (or another Journal object) holds the journal directory.
   class JournalLockedError < JournalError; end
+
+  # A loadout:* Rake task could not do its job (the CLI it runs is missing, or it failed).
+  class RakeTaskError < Error
+    def initialize(task, problem)
+      @task = task
+      @problem = problem
+      super("#{task}: #{problem}")
+    end
+
+    attr_reader :task, :problem
+  end
 end

@@ -1,0 +1,65 @@
+# frozen_string_literal: true
+
+require "rake"
+require "loadout/version"
+require "loadout/error"
+require "loadout/rake/run"
+require "loadout/rake/support"
+require "loadout/rake/file_task_patch"
+require "loadout/rake/task_patch"
+require "loadout/rake/task_manager_patch"
+require "loadout/rake/app_tasks"
+require "loadout/rake/backtrace_patch"
+
+module Loadout
+  # `require "loadout/rake"` (in a Rakefile, or RUBYOPT=-rloadout/rake) makes Rake's FileTask
+  # checks cost one stat per path per run, with exactly stock Rake's rebuild decisions, and adds
+  # the loadout:precompile and loadout:clean tasks (and the cache dir to CLOBBER).
+  #
+  # How: a handful of modules prepended to Rake::Task, Rake::FileTask, Rake::FileCreationTask and
+  # Rake::Application (each file below says which stock method it stands in for and why the
+  # result is the same). State lives in Run: a stat memo and a TaskManager#[] cache that exist
+  # only while a Task#invoke is in flight and are thrown away after every task execution.
+  # Rake 12.3 through 13.x; on any other version, or if a patched method was already redefined,
+  # nothing is patched and one warning is printed.
+  module Rake
+    class << self
+      # Installs the patches once. Returns true when they are (or already were) in place.
+      def install! #: () -> bool
+        return @installed unless @installed.nil?
+
+        variant, problem = Support.check
+        if problem
+          warn "loadout: loadout/rake has no effect: #{problem}"
+          return @installed = false
+        end
+
+        file_task = variant == :exist_check ? FileTaskPatch::ExistCheck : FileTaskPatch::MtimeRescue
+        patches = {
+          ::Rake::Task => [TaskPatch],
+          ::Rake::FileTask => [file_task, FileTaskPatch::OutOfDate],
+          ::Rake::FileCreationTask => [FileTaskPatch::Creation],
+          ::Rake::Application => [TaskManagerPatch],
+        }
+        patches.each { |klass, mods| mods.each { |mod| klass.prepend(mod) } }
+        ::Rake::Backtrace.singleton_class.prepend(BacktracePatch)
+        Support.watch(patches.keys + [::Rake::TaskManager], patches.values.flatten)
+        @installed = true
+      end
+
+      # True when the FileTask patches are active in this process.
+      def installed? #: () -> bool
+        @installed == true && Run.enabled?
+      end
+
+      # Adds loadout:precompile and loadout:clean to the application (once).
+      def define_tasks! #: () -> void
+        AppTasks.define
+        ::Rake::Application.prepend(AppTasks::TopLevel) unless ::Rake::Application < AppTasks::TopLevel
+      end
+    end
+  end
+end
+
+Loadout::Rake.install!
+Loadout::Rake.define_tasks!

@@ -1,0 +1,112 @@
+# frozen_string_literal: true
+
+module Loadout
+  module Rake
+    # Prepended to Rake::Application (which includes Rake::TaskManager). During a run it caches
+    # TaskManager#[] results, which stock Rake recomputes for every prerequisite several times per
+    # task (invoke_prerequisites, all_prerequisite_tasks, out_of_date?): that resolution, not the
+    # stat, is most of a no-op run's time.
+    #
+    # Cached: results computed while the table did not change (plain table hits), and, in the
+    # top-level scope, results that stock lookup now confirms (a task just synthesized or made by
+    # a rule): there the only candidate name is the name itself, and a table entry is never
+    # replaced, so the answer cannot change until the table is cleared. A call that raised is not
+    # cached. Names holding "rake:" or "^" (lookup's scope escapes) are never cached. New tasks
+    # drop the entries they could shadow (see Run.task_added); clear drops them all.
+    module TaskManagerPatch # :nodoc:
+      @plain_lookup = {}.compare_by_identity
+
+      # True when +klass+ keeps TaskManager's lookup and lookup_in_scope (so a top-level lookup
+      # of a plain name reads @tasks[name] and nothing else).
+      def self.plain_lookup?(klass) #: (Class) -> bool
+        plain = @plain_lookup[klass]
+        return plain unless plain.nil?
+
+        @plain_lookup[klass] = %i[lookup lookup_in_scope].all? do |m|
+          klass.instance_method(m).owner.equal?(::Rake::TaskManager)
+        end
+      end
+
+      @plain_define = {}.compare_by_identity
+
+      # True when define_task(Rake::FileTask, name) on +klass+ runs rake's own code throughout.
+      def self.plain_define?(klass) #: (Class) -> bool
+        plain = @plain_define[klass]
+        return plain unless plain.nil?
+
+        @plain_define[klass] =
+          %i[define_task resolve_args].all? { |m| klass.instance_method(m).owner.equal?(::Rake::TaskManager) } &&
+          ::Rake::FileTask.method(:scope_name).owner.equal?(::Rake::FileTask.singleton_class) &&
+          ::Rake::FileTask.instance_method(:enhance).owner.equal?(::Rake::Task) &&
+          ::Rake.method(:from_pathname).owner.equal?(::Rake.singleton_class)
+      end
+
+      def [](task_name, scopes = nil)
+        cache = Run.lookup_cache(self) or return super
+
+        name = task_name.to_s
+        scope = scopes || @scope
+        by_name = cache[scope]
+        if by_name
+          task = by_name[name]
+          return task if task
+        end
+        return super if name.include?("rake:") || name.include?("^")
+
+        epoch = Run.epoch
+        table_gen = Run.table_gen
+        clear_gen = Run.clear_gen
+        top_level = scope.is_a?(::Rake::Scope) && scope.empty? && TaskManagerPatch.plain_lookup?(self.class)
+        if top_level
+          # Stock lookup in the top-level scope is exactly @tasks[name] for such a name.
+          task = @tasks[name]
+          if task
+            Run.remember_top_level(cache, scope, name, task, clear_gen, epoch)
+            return task
+          end
+        end
+
+        task = super
+        if Run.table_gen == table_gen
+          Run.remember(cache, scope, name, task, table_gen, epoch)
+        elsif top_level && @tasks[name].equal?(task)
+          Run.remember_top_level(cache, scope, name, task, clear_gen, epoch)
+        end
+        task
+      end
+
+      # Stock: `return nil unless File.exist?(task_name); define_task(Rake::FileTask, task_name)`
+      # (the same in every supported version); here the existence check is the memoized stat.
+      #
+      # With task metadata off (no -T/-W/-D/-P) that define_task call, for a FileTask with no
+      # arguments, prerequisites or block, does nothing but intern the task and enhance it with
+      # no prerequisites; that is done directly when the classes involved keep rake's methods.
+      def synthesize_file_task(task_name)
+        stamp = Run.mtime(task_name)
+        return super if stamp.nil?
+        return nil unless stamp.is_a?(Time)
+        if ::Rake::TaskManager.record_task_metadata || !TaskManagerPatch.plain_define?(self.class) ||
+           !task_name.instance_of?(String)
+          return define_task(::Rake::FileTask, task_name)
+        end
+
+        task = intern(::Rake::FileTask, task_name)
+        task.enhance([])
+        task
+      end
+
+      def intern(task_class, task_name)
+        super
+      ensure
+        Run.task_added(self, task_name.to_s)
+      end
+
+      def clear
+        super
+      ensure
+        Run.table_cleared(self)
+      end
+    end
+    private_constant :TaskManagerPatch
+  end
+end
