@@ -28,18 +28,23 @@ module Loadout
     attr_reader :usage
   end
 
-  # A store file cannot be opened or written (EACCES, EROFS, ENOSPC, a directory in its place...).
-  # Raised only by stores opened without fail_safe: the caches open theirs with fail_safe: true,
-  # which degrades to read-only or empty with one warning instead.
-  class StoreError < Error
+  # A file or directory loadout cannot use: the message names the path, the problem and the fix.
+  class PathError < Error
     def initialize(path, problem, fix)
       @path = path
       @problem = problem
       @fix = fix
-      super("store #{path}: #{problem}; #{fix}")
+      super("#{self.class::SUBJECT} #{path}: #{problem}; #{fix}")
     end
 
     attr_reader :path, :problem, :fix
+  end
+
+  # A store file cannot be opened or written (EACCES, EROFS, ENOSPC, a directory in its place...).
+  # Raised only by stores opened without fail_safe: the caches open theirs with fail_safe: true,
+  # which degrades to read-only or empty with one warning instead.
+  class StoreError < PathError
+    SUBJECT = "store"
   end
 
   # The store file was written by a newer loadout whose record format this version cannot read.
@@ -47,15 +52,8 @@ module Loadout
 
   # A Journal directory cannot be used, or a write/fdatasync to it failed (after which the
   # journal refuses further appends: the kernel may already have dropped the unsynced data).
-  class JournalError < Error
-    def initialize(path, problem, fix)
-      @path = path
-      @problem = problem
-      @fix = fix
-      super("journal #{path}: #{problem}; #{fix}")
-    end
-
-    attr_reader :path, :problem, :fix
+  class JournalError < PathError
+    SUBJECT = "journal"
   end
 
   # Another process (or another Journal object) holds the journal directory.
