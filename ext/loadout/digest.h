@@ -31,4 +31,15 @@ typedef struct lo_file_id {
 /* Returns 0 and fills *out (following symlinks, like File.stat), or an errno value. */
 int lo_file_identity(const char *path, lo_file_id *out);
 
+/*
+ * A compile-cache hit in one call (layout: lib/loadout/compile_cache/entry.rb). Returns 1 and
+ * sets *payload_off and *payload_len when +entry+ (n bytes) is an intact entry of +version+ whose
+ * payload digest matches, that is neither negative nor (with +verbose+) flagged for -w
+ * warnings, that was compiled at exactly +path+ (plen bytes, NUL-terminated), and whose
+ * recorded stat (size, mtime, ctime, ino, dev) equals the file's now, verified at least
+ * +racy_ns+ (>= 0) after that ctime. 0 means "not certain": the caller takes its full path.
+ */
+int lo_cc_fresh_payload(const unsigned char *entry, size_t n, unsigned version, const char *path, size_t plen,
+                        int64_t racy_ns, int verbose, size_t *payload_off, size_t *payload_len);
+
 #endif

@@ -11,6 +11,7 @@
 #include "ruby/encoding.h"
 #include <errno.h>
 #include <unistd.h>
+#include <string.h>
 
 static uint32_t
 seed_arg(VALUE seed)
@@ -122,6 +123,41 @@ lo_native_store_verify(VALUE self, VALUE rec, VALUE key)
                                    RSTRING_PTR(key), (size_t)RSTRING_LEN(key), &voff);
     if (vlen < 0) return Qnil;
     return rb_str_new(RSTRING_PTR(rec) + voff, (long)vlen);
+}
+
+/*
+ * Store#get's read: preads the record at packed ((length << 40) | offset) from fd, checks it as
+ * store_verify does, and returns the value in the String the record was read into (moved to its
+ * front): one allocation per get instead of the record plus a copy of its value. nil when the
+ * record is short (EOF) or fails a check; a read error raises. Twin: LogFile#read_value (Ruby).
+ */
+static VALUE
+lo_native_store_read_value(VALUE self, VALUE fd, VALUE packed, VALUE key)
+{
+    StringValue(key);
+    int f = NUM2INT(fd);
+    uint64_t p = NUM2ULL(packed);
+    long len = (long)(p >> 40);
+    off_t off = (off_t)(p & ((1ULL << 40) - 1));
+    if (len <= 0) return Qnil;
+    VALUE buf = rb_str_buf_new(len);
+    char *ptr = RSTRING_PTR(buf);
+    long got = 0;
+    while (got < len) {
+        ssize_t n = pread(f, ptr + got, (size_t)(len - got), off + got);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            rb_sys_fail("store_read_value");
+        }
+        if (n == 0) break;
+        got += n;
+    }
+    size_t voff = 0;
+    int64_t vlen = lo_store_verify((const unsigned char *)ptr, (size_t)got, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), &voff);
+    if (vlen < 0) return Qnil;
+    memmove(ptr, ptr + voff, (size_t)vlen);
+    rb_str_set_len(buf, (long)vlen);
+    return buf;
 }
 
 static void
@@ -414,6 +450,7 @@ lo_store_native_init(VALUE mNative)
     rb_define_module_function(mNative, "store_frame_id_into", lo_native_store_frame_id_into, 4);
     rb_define_module_function(mNative, "store_parse", lo_native_store_parse, 2);
     rb_define_module_function(mNative, "store_verify", lo_native_store_verify, 2);
+    rb_define_module_function(mNative, "store_read_value", lo_native_store_read_value, 3);
     rb_define_module_function(mNative, "store_hint_parse", lo_native_store_hint_parse, 1);
     rb_define_module_function(mNative, "store_fdatasync", lo_native_store_fdatasync, 1);
 

@@ -28,6 +28,7 @@ module Loadout
     TRUST = [nil, :stable, :all, :none].freeze
     LOCKFILES = %w[Gemfile.lock gems.locked].freeze
     @cache = nil
+    @kernel = Kernel # read per require: no constant lookup there (see Require)
 
     class << self
       # Builds or restores the index for the current $LOAD_PATH and decorates require/load.
@@ -139,7 +140,7 @@ module Loadout
       # Whether Kernel#require's next method is RubyGems' (asked per call: RubyGems may be
       # loaded after install, e.g. under --disable-gems).
       def __rubygems_via # :nodoc:
-        Kernel.private_method_defined?(:gem_original_require) ? :rubygems : :plain
+        @kernel.private_method_defined?(:gem_original_require) ? :rubygems : :plain
       end
 
       def __load_path_changed # :nodoc:

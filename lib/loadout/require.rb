@@ -20,8 +20,11 @@ module Loadout
         cache = LoadPath.__cache or return super
         abspath = cache.resolve(feature, LoadPath.__rubygems_via)
         return super if abspath.nil?
-        return Require.__raise_load_error(feature) if abspath == LoadPath::Cache::MISS
-        if abspath == LoadPath::Cache::RUBYGEMS_MISS
+        # :miss and :rubygems_miss are LoadPath::Cache::MISS and RUBYGEMS_MISS, spelled out:
+        # Ruby 3.1 drops every constant cache whenever a class is defined (about once per
+        # required file), so a constant named here would be looked up again on each require.
+        return Require.__raise_load_error(feature) if abspath == :miss
+        if abspath == :rubygems_miss
           return gem_original_require(feature) if Require.__try_activate(feature, cache)
 
           return Require.__raise_load_error(feature)
@@ -57,7 +60,7 @@ module Loadout
         cache = LoadPath.__cache or return super
         abspath = cache.resolve(feature, :plain)
         return super if abspath.nil?
-        return Require.__raise_load_error(feature) if abspath == LoadPath::Cache::MISS
+        return Require.__raise_load_error(feature) if abspath == :miss # LoadPath::Cache::MISS
 
         begin
           super(abspath)

@@ -62,6 +62,8 @@ module Loadout
       @end = 0
       @hint_end = -1
       @index = Index.new
+      @binary_encoding = Encoding::BINARY
+      @string_class = String
       open_file
       Registry.add(self)
     end
@@ -259,8 +261,7 @@ module Loadout
     end
 
     def read_value(key, packed)
-      rec = @file.pread(packed >> Format::OFFSET_BITS, packed & Format::OFFSET_MASK)
-      value = Format.verify(rec, key)
+      value = @file.read_value(key, packed)
       return value if value
 
       @index.drop_corrupt(key)
@@ -272,10 +273,13 @@ module Loadout
       nil
     end
 
+    # Constants are avoided on this path (every get): Ruby 3.1 drops all constant caches each
+    # time a class or module is defined, so a boot would look them up again on every call.
     def binary(str)
+      return str if str.is_a?(@string_class) && @binary_encoding.equal?(str.encoding)
       raise ArgumentError, "keys and values must be Strings, got #{str.class}" unless str.is_a?(String)
 
-      str.encoding == Encoding::BINARY ? str : str.b
+      str.b
     end
   end
 end

@@ -9,6 +9,10 @@ module Loadout
       FIELDS = %i[hits misses stale revalidated corrupt skipped compiles bytes_read load_ns compile_ns digest_ns].freeze
 
       def initialize
+        # Read once: constants named per call are looked up again after every class definition
+        # on Ruby 3.1, i.e. once per file a boot loads.
+        @events = EVENTS
+        @instrumentation = Instrumentation
         @counts = {}
         @reasons = {}
         KINDS.each do |kind|
@@ -19,9 +23,9 @@ module Loadout
 
       # Counts one event and reports it to the instrumentation subscriber, if there is one.
       def event(kind, event, path, reason = nil) #: (Symbol, Symbol, String?, ?Symbol?) -> void
-        @counts[kind][EVENTS.fetch(event)] += 1
+        @counts[kind][@events.fetch(event)] += 1
         @reasons[kind][reason] += 1 if reason
-        return unless Instrumentation.enabled?
+        return unless @instrumentation.enabled?
 
         if reason
           Instrumentation.emit(event, path, cache: kind, reason: reason)

@@ -16,6 +16,10 @@ module Loadout
       P4 = 0x85EBCA77C2B2AE63
       P5 = 0x27D4EB2F165667C5
 
+      # Per-file calls go through this ivar, not the constant: Ruby 3.1 drops every constant
+      # cache each time a class is defined (once per file a boot loads).
+      @native = BACKEND == :native ? Native : nil
+
       # [size, mtime_ns, ctime_ns, ino, dev]; the order FileIdentity fields come in.
       class << self
         if BACKEND == :native
@@ -31,12 +35,12 @@ module Loadout
 
           # [size, mtime_ns, ctime_ns, ino, dev] of +path+ (symlinks followed), nil when stat fails.
           def identity(path) #: (String) -> Array[Integer]?
-            Native.file_identity(path)
+            @native.file_identity(path)
           end
 
           # True when XXH64 of string[offset, len] equals the little-endian u64 at digest_offset.
           def matches?(string, offset, len, digest_offset) #: (String, Integer, Integer, Integer) -> bool
-            Native.xxh64_matches(string, offset, len, digest_offset)
+            @native.xxh64_matches(string, offset, len, digest_offset)
           end
         else
           def xxh64(string, seed = SEED)

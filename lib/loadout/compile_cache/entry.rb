@@ -49,6 +49,14 @@ module Loadout
 
       Stat = Struct.new(:size, :mtime, :ctime, :verified, :ino, :dev, :digest)
 
+      # What #load needs, read once: a hit must not name a constant (Ruby 3.1 drops every
+      # constant cache each time a class is defined, i.e. once per file a boot loads).
+      @digest = Digest
+      @version = FORMAT_VERSION
+      @native = BACKEND == :native ? Native : nil
+      FIXNUM_MAX = (1 << 62) - 1 # racy_ns values the native fast path takes
+      private_constant :FIXNUM_MAX
+
       class << self
         # Builds the stored bytes.
         #: (Integer, Array[Integer], Integer, Integer, String, ?path: String, ?realpath: String) -> String
@@ -65,16 +73,40 @@ module Loadout
         # lengths that do not add up, or a payload whose digest does not match).
         #: (String) -> Entry?
         def load(blob)
-          return nil unless blob.bytesize >= HEAD && blob.start_with?(MAGIC)
+          # Literals stand for HEAD (80), MAGIC, READ and PAYLOAD_DIGEST_AT (64); see above.
+          return nil unless blob.bytesize >= 80 && blob.start_with?("LOce")
 
-          fields = blob.unpack(READ, offset: 4)
-          return nil unless fields[0] == FORMAT_VERSION
+          fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: 4)
+          return nil unless fields[0] == @version
 
-          payload_at = HEAD + fields[9] + fields[10]
+          payload_at = 80 + fields[9] + fields[10]
           return nil unless payload_at + fields[8] == blob.bytesize
-          return nil unless Digest.matches?(blob, payload_at, fields[8], PAYLOAD_DIGEST_AT)
+          return nil unless @digest.matches?(blob, payload_at, fields[8], 64)
 
-          new(blob, fields)
+          new(blob, fields, payload_at)
+        end
+
+        # A cache hit in one call: the payload of +blob+ (frozen; the payload is a slice of it)
+        # when it is an intact entry, not negative (nor flagged for -w warnings when +verbose+),
+        # compiled at exactly +path+, and one stat of +path+ matches its recorded size, mtime,
+        # ctime, inode and device, verified at least +racy_ns+ after that ctime. nil means "not
+        # certain": the caller goes through #load and Validator, which decide every other case.
+        # Native: Native.cc_fresh_payload (no Ruby objects but the slice); the twin is below.
+        #: (String, String, Integer, bool) -> String?
+        def fresh_payload(blob, path, racy_ns, verbose)
+          return @native.cc_fresh_payload(blob, path, @version, racy_ns, verbose) if @native
+
+          return nil unless path.is_a?(String) && racy_ns.is_a?(Integer) && racy_ns.between?(0, FIXNUM_MAX)
+          return nil if path.include?("\0")
+
+          entry = load(blob) or return nil
+          return nil if entry.negative? || (verbose && (entry.flags & VERBOSE_WARNINGS) != 0)
+          return nil unless entry.compiled_at?(path)
+
+          id = @digest.identity(path) or return nil
+          fresh = id[0] == entry.size && id[1] == entry.mtime && id[2] == entry.ctime &&
+                  entry.verified - entry.ctime >= racy_ns && id[3] == entry.ino && id[4] == entry.dev
+          fresh ? entry.payload : nil
         end
 
         def dump_stat(identity, verified, digest) #: (Array[Integer], Integer, Integer) -> String
@@ -92,8 +124,9 @@ module Loadout
         end
       end
 
-      def initialize(blob, fields)
+      def initialize(blob, fields, payload_at)
         @blob = blob
+        @payload_at = payload_at
         _, @flags, @size, @mtime, @ctime, @verified, @ino, @dev, @payload_len, @path_len, @realpath_len = fields
       end
 
@@ -104,7 +137,7 @@ module Loadout
       end
 
       def payload
-        @blob.byteslice(HEAD + @path_len + @realpath_len, @payload_len)
+        @blob.byteslice(@payload_at, @payload_len)
       end
 
       def path
@@ -119,10 +152,11 @@ module Loadout
       def compiled_at?(path) #: (String) -> bool
         return false unless path.bytesize == @path_len
 
+        head = @payload_at - @path_len - @realpath_len # HEAD, without naming the constant
         if path.ascii_only?
-          @blob.index(path, HEAD) == HEAD
+          @blob.index(path, head) == head
         else
-          @blob.byteslice(HEAD, @path_len) == path.b
+          @blob.byteslice(head, @path_len) == path.b
         end
       end
 

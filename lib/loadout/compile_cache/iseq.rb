@@ -50,6 +50,14 @@ module Loadout
 
       @ctx = nil
       @hooked = false
+      # A hit names no constant: Ruby 3.1 drops every constant cache whenever a class or module
+      # is defined, which nearly every file a boot loads does, so each name would be looked up
+      # again (and a cache object allocated) on every fetch. They are read once, here.
+      @lazy_hook = LazyHook
+      @entry = Entry
+      @loader = RubyVM::InstructionSequence
+      @process = Process
+      @monotonic = Process::CLOCK_MONOTONIC
 
       class << self
         def install!(ctx)
@@ -75,20 +83,34 @@ module Loadout
         # The ISeq for +path+ from the cache, or nil to let Ruby compile it.
         def fetch(path) #: (String) -> RubyVM::InstructionSequence?
           ctx = @ctx or return nil
-          LazyHook.poll if LazyHook.waiting?
+          @lazy_hook.poll if @lazy_hook.waiting?
           return skip(ctx, path, :coverage) if coverage_running?
 
-          key = ctx.key.for(LETTER, @variant, path)
+          key = ctx.key.for("i", @variant, path) # LETTER
           blob = ctx.store.get(key)
           return miss(ctx, :miss, path, key) unless blob
 
           ctx.counters.add(:iseq, :bytes_read, blob.bytesize)
-          entry = Entry.load(blob) or return miss(ctx, :corrupt, path, key)
+          # Frozen (it is ours: get returns a new String), the blob itself backs the payload
+          # slice, instead of a hidden copy-on-write root: one object less per hit.
+          blob.freeze
+          trusted = ctx.trusted?(path)
+          # The common warm hit, checked in one call (no Entry, no identity Array); anything it
+          # is not certain about takes the full path below, which decides every case.
+          if !trusted && (binary = @entry.fresh_payload(blob, path, ctx.validator.racy_ns, $VERBOSE == true))
+            iseq = load(ctx, binary) or return miss(ctx, :corrupt, path, key)
+            ctx.counters.event(:iseq, :hit, path)
+            return iseq
+          end
 
-          if ctx.trusted?(path)
+          entry = @entry.load(blob) or return miss(ctx, :corrupt, path, key)
+
+          if trusted
+            state = :fresh
+          elsif (identity = ctx.validator.identity(path)) && ctx.validator.fresh?(identity, entry)
             state = :fresh
           else
-            state, identity, record = ctx.validator.check(path, entry, key)
+            state, identity, record = ctx.validator.check(path, entry, key, identity)
             return skip(ctx, path, :unreadable) if state == :missing
             return miss(ctx, :stale, path, key) if state == :stale
           end
@@ -176,9 +198,9 @@ module Loadout
         end
 
         def load(ctx, binary)
-          started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
-          iseq = RubyVM::InstructionSequence.load_from_binary(binary)
-          ctx.counters.add(:iseq, :load_ns, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)
+          started = @process.clock_gettime(@monotonic, :nanosecond)
+          iseq = @loader.load_from_binary(binary)
+          ctx.counters.add(:iseq, :load_ns, @process.clock_gettime(@monotonic, :nanosecond) - started)
           iseq
         rescue RuntimeError, TypeError, ArgumentError
           nil

@@ -37,6 +37,7 @@ module Loadout
         end
         @dirs = {}
         @variants = {}
+        @binary = Encoding::BINARY # #for runs per file: no constant lookups there (see Entry)
       end
 
       # The variant digest (16 hex digits) for a handler kind and its option string.
@@ -53,8 +54,13 @@ module Loadout
       def for(kind_letter, variant, path)
         slash = path.rindex("/")
         prefix = slash && dir_info(path, slash)[0]
-        key = prefix ? "#{PREFIX}#{kind_letter}/#{variant}/#{prefix}#{path[slash..]}" : "#{PREFIX}#{kind_letter}/#{variant}/#{path}"
-        key.force_encoding(Encoding::BINARY) # the store's keys are bytes; a fresh String, safe to retag
+        # "cc/" is PREFIX, spelled out; path[slash, n] rather than path[slash..] saves a Range.
+        key = if prefix
+                "cc/#{kind_letter}/#{variant}/#{prefix}#{path[slash, path.length - slash]}"
+              else
+                "cc/#{kind_letter}/#{variant}/#{path}"
+              end
+        key.force_encoding(@binary) # the store's keys are bytes; a fresh String, safe to retag
       end
 
       # True when +path+ is under a root other than the application's (a gem dir, the Ruby prefix).

@@ -29,14 +29,15 @@ module Loadout
         @store = store
         @readonly = readonly
         @racy_ns = RACY_NS
+        @digest = Digest # not named per call (see Digest's @native)
       end
 
       # Returns [state, identity]: state is :fresh, :revalidated, :stale or :missing (the file
       # cannot be stat'ed or read); identity is the file's [size, mtime, ctime, ino, dev] and
       # the third element the Entry::Stat that vouched for it, if one did.
       #: (String, Entry, String) -> [Symbol, Array[Integer]?, Entry::Stat?]
-      def check(path, entry, key)
-        id = Digest.identity(path) or return [:missing, nil, nil]
+      def check(path, entry, key, id = nil)
+        id ||= @digest.identity(path) or return [:missing, nil, nil]
         return [:fresh, id, nil] if same?(id, entry.size, entry.mtime, entry.ctime, entry.verified)
         return [:stale, id, nil] unless id[0] == entry.size
 
@@ -53,6 +54,17 @@ module Loadout
         record = Entry::Stat.new(id[0], id[1], id[2], verified, id[3], id[4], digest)
         @store.put(stat_key, Entry.dump_stat(id, verified, digest)) unless @readonly
         [:revalidated, id, record]
+      end
+
+      # The common case of #check without its result Array (a cache hit allocates as little as
+      # it can): #identity, then #fresh?; when not fresh, #check gets the identity back so the
+      # file is not stat'ed twice.
+      def identity(path) #: (String) -> Array[Integer]?
+        @digest.identity(path)
+      end
+
+      def fresh?(id, entry) #: (Array[Integer], Entry) -> bool
+        same?(id, entry.size, entry.mtime, entry.ctime, entry.verified)
       end
 
       def now_ns #: () -> Integer

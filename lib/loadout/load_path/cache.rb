@@ -36,6 +36,11 @@ module Loadout
                    already_loaded: 0, restored: false }
         @roots = roots || Roots.new
         @boot_items = nil
+        # Read per require as ivars, not constants (see Feature: Ruby 3.1 drops every constant
+        # cache whenever a class is defined).
+        @feature = Feature
+        @instrumentation = Instrumentation
+        @array = Array
       end
 
       # Restores or builds the index for the current $LOAD_PATH and stores it when it was built.
@@ -142,9 +147,9 @@ module Loadout
       def resolve_locked(feature, via)
         sync_state
         @stats[:requires] += 1
-        parsed = via == :load ? Feature.parse_exact(feature) : Feature.parse(feature)
-        unless parsed.is_a?(Array)
-          return fallback(feature, parsed) if parsed.is_a?(Symbol) && parsed != Feature::DIRECT && via != :load
+        parsed = via == :load ? @feature.parse_exact(feature) : @feature.parse(feature)
+        unless parsed.is_a?(@array)
+          return fallback(feature, parsed) if parsed.is_a?(Symbol) && parsed != :direct && via != :load
 
           return nil
         end
@@ -156,12 +161,11 @@ module Loadout
         end
 
         found = lookup_with_recheck(stem, exts)
-        case found
-        when Array
+        if found.is_a?(@array)
           @stats[:hits] += 1
-          Instrumentation.emit(:hit, feature, cache: :load_path) if Instrumentation.enabled?
+          @instrumentation.emit(:hit, feature, cache: :load_path) if @instrumentation.enabled?
           found[0].abspath(found[1])
-        when Index::UNKNOWN
+        elsif found == :unknown # Index::UNKNOWN
           fallback(feature, :unknown_entry)
         else
           # load falls back to a cwd-relative file: Ruby's job. RubyGems may activate a gem.

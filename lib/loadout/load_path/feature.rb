@@ -15,6 +15,12 @@ module Loadout
       SO = [DLEXT].freeze
       # Ruby does not search for these: absolute, ./ ../ and ~ paths go straight to the file.
       DIRECT = :direct
+      # #parse runs on every require; it reads these ivars, not the constants (Ruby 3.1 drops
+      # every constant cache whenever a class is defined, about once per required file).
+      @rb = RB
+      @so = SO
+      @rb_then_so = RB_THEN_SO
+      @dlext = DLEXT
 
       class << self
         # Returns [stem, exts] to look up, DIRECT, or a Symbol reason to fall back.
@@ -25,8 +31,8 @@ module Loadout
 
           first = feature.getbyte(0)
           # "/" absolute, "~" home, "./" and "../" explicit relative (file.c is_explicit_relative).
-          return DIRECT if first == 47 || first == 126
-          return DIRECT if first == 46 && (feature.start_with?("./", "../") || feature == "." || feature == "..")
+          return :direct if first == 47 || first == 126 # DIRECT
+          return :direct if first == 46 && (feature.start_with?("./", "../") || feature == "." || feature == "..")
           return :encoding unless sane_encoding?(feature)
           return :control_char if feature.include?("\0") || feature.include?("\n")
           return :dot_segment if feature.include?("//") || feature.end_with?("/") ||
@@ -35,13 +41,13 @@ module Loadout
 
           dot = feature.rindex(".")
           if dot && !feature.index("/", dot)
-            return [feature[0, dot], RB] if feature.end_with?(".rb") && feature.length - dot == 3
-            return [feature[0, dot], SO] if feature.end_with?(DLEXT, ".so") && !feature.index(".", dot + 1)
+            return [feature[0, dot], @rb] if feature.end_with?(".rb") && feature.length - dot == 3
+            return [feature[0, dot], @so] if feature.end_with?(@dlext, ".so") && !feature.index(".", dot + 1)
             # ".o" maps to DLEXT and other dynamic-library names differ per platform: let Ruby do it.
             return :extension if feature.end_with?(".o", ".bundle", ".dll") && !feature.index(".", dot + 1)
           end
           # No extension, or one Ruby does not know ("x.rake", "foo.bar"): Ruby appends .rb / DLEXT.
-          [feature, RB_THEN_SO]
+          [feature, @rb_then_so]
         end
 
         # A literal relative path for load(): nil unless it is a plain relative name the index

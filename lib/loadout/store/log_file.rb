@@ -27,6 +27,11 @@ module Loadout
         end
         @dev = st.dev
         @ino = st.ino
+        @fd = io.fileno
+        # Constants are read into ivars once: Ruby 3.1 drops every constant cache whenever any
+        # class or module is defined, which a boot does for nearly every file it loads.
+        @native = BACKEND == :native ? Native : nil
+        @format = Format
       end
 
       def writable?
@@ -50,6 +55,15 @@ module Loadout
         data
       rescue EOFError
         data || "".b
+      end
+
+      # The value of the PUT record for +key+ at +packed+ ((length << 40) | offset, as the index
+      # stores it), or nil when the record is short or fails its header, key or CRC check.
+      # Read errors raise. Native: one pread into the String that is returned.
+      def read_value(key, packed) #: (String, Integer) -> String?
+        return @native.store_read_value(@fd, packed, key) if @native
+
+        @format.verify(pread(packed >> Format::OFFSET_BITS, packed & Format::OFFSET_MASK), key)
       end
 
       def lock

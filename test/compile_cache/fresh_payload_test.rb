@@ -1,0 +1,87 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "loadout/compile_cache"
+
+# Entry.fresh_payload is the warm hit's one-call check. Its native version and its Ruby twin must
+# agree on every entry, intact or damaged, and both must refuse whatever the full path (Entry.load
+# + Validator) would not serve as a plain fresh hit.
+class CompileCacheFreshPayloadTest < Minitest::Test
+  CC = Loadout::CompileCache
+  Entry = CC::Entry
+
+  def with_entry(flags: Entry::RAW)
+    Dir.mktmpdir("loadout-fresh") do |dir|
+      path = File.join(dir, "a.rb")
+      File.write(path, "A = 1\n")
+      past = Time.now - 60
+      File.utime(past, past, path)
+      id = CC::Digest.identity(path)
+      # Verified well after the ctime, as a boot after the racy window would have recorded it.
+      verified = id[2] + 10_000_000_000
+      blob = Entry.dump(flags, id, verified, 42, "payload bytes " * 20, path: path, realpath: path)
+      yield path, blob.freeze, id
+    end
+  end
+
+  # Both implementations of fresh_payload on the same arguments.
+  def both(blob, path, racy = 0, verbose = false)
+    ruby = Entry.instance_variable_get(:@native)
+    Entry.instance_variable_set(:@native, nil)
+    twin = Entry.fresh_payload(blob, path, racy, verbose)
+    Entry.instance_variable_set(:@native, ruby)
+    native = ruby ? Entry.fresh_payload(blob, path, racy, verbose) : twin
+    [native, twin]
+  end
+
+  def assert_agree(expected, blob, path, racy = 0, verbose = false)
+    native, twin = both(blob, path, racy, verbose)
+    assert_same_result twin, native, "native and Ruby twin disagree"
+    assert_same_result expected, twin
+  end
+
+  def assert_same_result(expected, actual, message = nil)
+    expected.nil? ? assert_nil(actual, message) : assert_equal(expected, actual, message)
+  end
+
+  test "an intact, fresh entry compiled at the path gives its payload; the twin agrees" do
+    with_entry do |path, blob|
+      payload = Entry.load(blob).payload
+      assert_agree payload, blob, path
+      assert_agree payload, blob, path, 2_000_000_000
+    end
+  end
+
+  test "racy, moved, touched, negative or -w-flagged entries are left to the full path" do
+    with_entry do |path, blob|
+      assert_agree nil, blob, path, 20_000_000_000 # verified inside the racy window
+      assert_agree nil, blob, path, -1
+      assert_agree nil, blob, "#{path}x"
+      assert_agree nil, blob, "#{path}\0"
+      File.write(path, "A = 2\n")
+      assert_agree nil, blob, path
+    end
+    with_entry(flags: Entry::NEGATIVE) { |path, blob| assert_agree nil, blob, path }
+    with_entry(flags: Entry::VERBOSE_WARNINGS) do |path, blob|
+      refute_nil both(blob, path)[0]
+      assert_agree nil, blob, path, 0, true
+    end
+  end
+
+  test "every single damaged byte is refused or still yields the intact payload, identically" do
+    with_entry do |path, blob|
+      payload = Entry.load(blob).payload
+      blob.bytesize.times do |i|
+        bad = blob.dup
+        bad.setbyte(i, bad.getbyte(i) ^ 0x10)
+        native, twin = both(bad.freeze, path)
+        assert_same_result twin, native, "byte #{i}"
+        # Only the unused bytes (padding, the source digest, the realpath) may change and still
+        # serve, and then only the stored payload itself.
+        assert_equal payload, twin, "byte #{i}" if twin
+      end
+      assert_agree nil, blob.byteslice(0, blob.bytesize - 1).freeze, path
+    end
+  end
+end
