@@ -12,8 +12,29 @@ module Loadout
   # index hands over unresolved, so gem activation on demand is unchanged) and of any
   # alias-style decoration added later (Zeitwerk).
   module Require
+    # Kernel#load and Kernel.load are decorated alike: relative paths that are not ./ or ../ are
+    # searched in $LOAD_PATH, so the index answers them too.
+    module Load # :nodoc:
+      def load(file, *args)
+        cache = LoadPath.__cache or return super
+        abspath = cache.resolve(file, :load)
+        return super if abspath.nil?
+
+        begin
+          super(abspath, *args)
+        rescue LoadError => e
+          raise unless e.path == abspath && cache.stale!(abspath)
+
+          super(file, *args)
+        end
+      end
+    end
+
     # Kernel#require / Kernel#load (private instance methods, what a bare `require` calls).
     module Instance # :nodoc:
+      include Load
+      private :load
+
       private
 
       def require(feature)
@@ -38,24 +59,12 @@ module Loadout
           super(feature)
         end
       end
-
-      def load(file, *args)
-        cache = LoadPath.__cache or return super
-        abspath = cache.resolve(file, :load)
-        return super if abspath.nil?
-
-        begin
-          super(abspath, *args)
-        rescue LoadError => e
-          raise unless e.path == abspath && cache.stale!(abspath)
-
-          super(file, *args)
-        end
-      end
     end
 
     # Kernel.require / Kernel.load: the module functions, which RubyGems does not decorate.
     module Singleton # :nodoc:
+      include Load
+
       def require(feature)
         cache = LoadPath.__cache or return super
         abspath = cache.resolve(feature, :plain)
@@ -68,20 +77,6 @@ module Loadout
           raise unless e.path == abspath && cache.stale!(abspath)
 
           super(feature)
-        end
-      end
-
-      def load(file, *args)
-        cache = LoadPath.__cache or return super
-        abspath = cache.resolve(file, :load)
-        return super if abspath.nil?
-
-        begin
-          super(abspath, *args)
-        rescue LoadError => e
-          raise unless e.path == abspath && cache.stale!(abspath)
-
-          super(file, *args)
         end
       end
     end
