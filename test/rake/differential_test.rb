@@ -28,12 +28,24 @@ class RakeDifferentialTest < Minitest::Test
     scenario("one header touched", breaker: "never_invalidate") do |d|
       P.touch(d, "include/util.h", P::BASE_TIME + 12.5)
     end,
+    # The same change, against the shortcut that walks a task's prerequisites directly.
+    scenario("one header touched (direct prerequisite walk)", breaker: "direct_first_only") do |d|
+      P.touch(d, "include/util.h", P::BASE_TIME + 12.5)
+    end,
+    # And against the fast path that defines `file name => deps` tasks.
+    scenario("one header touched (fast file definition)", breaker: "define_first_dep") do |d|
+      P.touch(d, "include/util.h", P::BASE_TIME + 12.5)
+    end,
     scenario("an object deleted", breaker: "enoent_as_fresh") { |d| File.delete(File.join(d, "obj/util.o")) },
     scenario("a prerequisite missing", breaker: "enoent_as_fresh") { |d| File.delete(File.join(d, "src/d.c")) },
     scenario("a file task creates files other tasks read", breaker: "own_path_only") do |d|
       P.touch(d, "config.in", LATER)
     end,
     scenario("a plain task writes a file a file task reads", breaker: "never_invalidate") do |d|
+      P.write(d, "tables.in", "tables v2\n", P::BASE_TIME)
+    end,
+    # :codegen is a leaf prerequisite of :default: invoked through the leaf shortcut.
+    scenario("a leaf prerequisite's action runs", breaker: "leaf_skips_execute") do |d|
       P.write(d, "tables.in", "tables v2\n", P::BASE_TIME)
     end,
     # obj/p1.o (22) is rebuilt in parallel with p2, p3; bin/par (25) only sees p1's new mtime.
@@ -71,6 +83,10 @@ class RakeDifferentialTest < Minitest::Test
     # known difference; without --trace they are hidden like rake's own). Compared without them.
     scenario("a failing action under --trace", args: ["--trace"], env: { "FAIL_TASK" => "obj/c.o" }, breaker: nil) do |d|
       P.touch(d, "include/util.h", P::BASE_TIME + 12.5)
+    end,
+    # A leaf prerequisite (invoked through the leaf shortcut) fails: same message and task chain.
+    scenario("a failing leaf action", env: { "FAIL_TASK" => "codegen" }, breaker: nil) do |d|
+      P.write(d, "tables.in", "tables v2\n", P::BASE_TIME)
     end,
     scenario("build all (-B)", args: ["-B"], breaker: nil),
     scenario("-P", args: ["-P"], breaker: nil),

@@ -9,6 +9,9 @@
 #   enoent_as_fresh     a missing file is reported as existing and brand new
 #   basename_key        stats are remembered by basename (two paths share one entry)
 #   second_resolution   mtimes are truncated to whole seconds
+#   direct_first_only   out_of_date?'s direct walk sees only the first prerequisite
+#   leaf_skips_execute  invoking a not-yet-invoked leaf prerequisite never runs its action
+#   define_first_dep    the `file name => deps` fast path keeps only the first dependency
 require "loadout/rake"
 
 module Loadout
@@ -25,7 +28,39 @@ module Loadout
         end
       end
 
+      # Shortcuts other than the memo, broken the same way: each one's own mode.
+      module DirectFirstOnly
+        def __loadout_direct_prerequisites
+          tasks = super
+          tasks && tasks.first(1)
+        end
+      end
+
+      module LeafSkipsExecute
+        def execute(*)
+          super unless caller_locations(1, 1).first.label.include?("__loadout_invoke_leaf")
+        end
+      end
+
+      module DefineFirstDep
+        def define_task(task_class, *args, &block)
+          pair = args[0]
+          if task_class.equal?(::Rake::FileTask) && args.size == 1 && pair.instance_of?(Hash) &&
+             !::Rake::TaskManager.record_task_metadata
+            name, deps = pair.first
+            return super(task_class, { name => Array(deps).first(1) }, &block)
+          end
+          super
+        end
+      end
+
       case MODE
+      when "define_first_dep"
+        ::Rake::Application.prepend(DefineFirstDep)
+      when "direct_first_only"
+        ::Rake::Task.prepend(DirectFirstOnly)
+      when "leaf_skips_execute"
+        ::Rake::Task.prepend(LeafSkipsExecute)
       when "never_invalidate", "own_path_only"
         RUN.singleton_class.send(:define_method, :changed!) {}
         ::Rake::Task.prepend(OwnPathOnly) if MODE == "own_path_only"

@@ -59,6 +59,11 @@ module Loadout
       # (application[prereq, @scope]) before asking its timestamp. When every one of those names
       # is in the run's lookup cache, the cached task is exactly what that call returns, so it is
       # read directly; otherwise stock code runs. Same tasks, same order, same short-circuit.
+      #
+      # Shortcut: when the task's remembered prerequisite list is "direct" (see
+      # TaskPatch#__loadout_direct_prerequisites: leaves with distinct names, each what the lookup
+      # cache holds for its own name), all_prerequisite_tasks is exactly that list and each
+      # re-resolution returns the element itself, so the list is walked as is.
       module OutOfDate
         private
 
@@ -66,6 +71,9 @@ module Loadout
           return super unless __loadout_plain?
           # Stock walks all_prerequisite_tasks, which is [] for a task without prerequisites.
           return false if __loadout_leaf?
+
+          direct = __loadout_direct_prerequisites
+          return __loadout_any_newer?(direct, stamp) if direct
 
           by_name = Run.lookups_for(application, @scope) or return super
           resolved = all_prerequisite_tasks.map do |prereq|
@@ -76,7 +84,12 @@ module Loadout
           end
           return super unless resolved
 
-          resolved.any? do |prereq_task|
+          __loadout_any_newer?(resolved, stamp)
+        end
+
+        # The block of stock out_of_date?'s any?, over already-resolved tasks.
+        def __loadout_any_newer?(tasks, stamp)
+          tasks.any? do |prereq_task|
             if prereq_task.instance_of?(::Rake::FileTask)
               prereq_task.timestamp > stamp || @application.options.build_all
             else

@@ -26,6 +26,7 @@ module Loadout
       @epoch = 0        # bumped on run start/end and on every execute
       @table_gen = 0    # bumped whenever any task table gains a task or is cleared
       @clear_gen = 0    # bumped whenever any task table is cleared
+      @drop_gen = 0     # bumped whenever a cached lookup may have been dropped (not on new epochs)
       @stats = nil      # Hash while a run is active, nil otherwise
       @lookups = nil    # { application => lookup cache } while a run is active
       @enabled = true   # false once someone redefines a patched method after us
@@ -34,7 +35,7 @@ module Loadout
       LOCK_FREE_READS = RUBY_ENGINE == "ruby"
 
       class << self
-        attr_reader :epoch, :table_gen, :clear_gen
+        attr_reader :epoch, :table_gen, :clear_gen, :drop_gen
 
         # Returns the stat memo of the active run, nil outside a run (or once disabled).
         def stats #: () -> Hash[String, untyped]?
@@ -144,11 +145,11 @@ module Loadout
             cache = @lookups && @lookups[app] or next
 
             cache.each_value do |by_name|
-              by_name.delete(name)
+              @drop_gen += 1 if by_name.delete(name)
               at = 0
               while (at = name.index(":", at))
                 at += 1
-                by_name.delete(name[at..-1])
+                @drop_gen += 1 if by_name.delete(name[at..-1])
               end
             end
           end
@@ -159,6 +160,7 @@ module Loadout
           @lock.synchronize do
             @table_gen += 1
             @clear_gen += 1
+            @drop_gen += 1
             @lookups&.delete(app)
           end
         end

@@ -34,11 +34,54 @@ module Loadout
         plain = @plain_define[klass]
         return plain unless plain.nil?
 
+        define_owner = klass.instance_method(:define_task).owner
         @plain_define[klass] =
-          %i[define_task resolve_args].all? { |m| klass.instance_method(m).owner.equal?(::Rake::TaskManager) } &&
+          (define_owner.equal?(::Rake::TaskManager) || define_owner.equal?(self)) &&
+          %i[resolve_args resolve_args_with_dependencies].all? do |m|
+            klass.private_method_defined?(m) || klass.method_defined?(m) ? klass.instance_method(m).owner.equal?(::Rake::TaskManager) : false
+          end &&
           ::Rake::FileTask.method(:scope_name).owner.equal?(::Rake::FileTask.singleton_class) &&
+          ::Rake::Task.method(:format_deps).owner.equal?(::Rake::Task.singleton_class) &&
           ::Rake::FileTask.instance_method(:enhance).owner.equal?(::Rake::Task) &&
           ::Rake.method(:from_pathname).owner.equal?(::Rake.singleton_class)
+      end
+
+      # Whether stock define_task (read from rake's source, as installed) is the shape the fast
+      # path below reproduces; otherwise the fast path is off.
+      STOCK_DEFINE = begin
+        file, line = ::Rake::TaskManager.instance_method(:define_task).source_location
+        body = file && line ? File.foreach(file).drop(line - 1).take_while { |l| !l.start_with?("    end") }.join : ""
+        body.include?("resolve_args(args)") && body.include?("task.enhance(Task.format_deps(deps), &block)") &&
+          body.include?("if Rake::TaskManager.record_task_metadata") && ::Rake::Task.respond_to?(:format_deps)
+      rescue SystemCallError
+        false
+      end
+
+      # `file "x.o" => [...]` (Rake::FileTask, one name => dependencies pair, all plain Strings), with
+      # task metadata off (no -T/-W/-D/-P): stock define_task then resolves the arguments to
+      # that name and list, maps each dependency through Rake.from_pathname (which returns a
+      # String as is) into a new array, interns the task and enhances it with that array and the
+      # block. That is done directly when the classes involved keep rake's methods; anything else
+      # (other classes, arguments, order-only, Pathnames, namespaces do not matter to a FileTask)
+      # is stock code.
+      def define_task(task_class, *args, &block)
+        return super unless STOCK_DEFINE && task_class.equal?(::Rake::FileTask) && args.size == 1 &&
+                            !::Rake::TaskManager.record_task_metadata
+
+        pair = args[0]
+        return super unless pair.instance_of?(Hash) && pair.size == 1 && TaskManagerPatch.plain_define?(self.class)
+
+        task_name, deps = pair.first
+        return super unless task_name.instance_of?(String)
+
+        if deps.instance_of?(String)
+          deps = [deps]
+        elsif deps.instance_of?(Array) && deps.all? { |d| d.instance_of?(String) }
+          deps = deps.dup # format_deps hands enhance a new array of the same strings
+        else
+          return super
+        end
+        intern(::Rake::FileTask, task_name).enhance(deps, &block)
       end
 
       def [](task_name, scopes = nil)
@@ -56,7 +99,9 @@ module Loadout
         epoch = Run.epoch
         table_gen = Run.table_gen
         clear_gen = Run.clear_gen
-        top_level = scope.is_a?(::Rake::Scope) && scope.empty? && TaskManagerPatch.plain_lookup?(self.class)
+        # The top-level scope is Scope::EMPTY, an EmptyScope (a LinkedList, not a Rake::Scope).
+        top_level = (scope.is_a?(::Rake::Scope::EmptyScope) || scope.is_a?(::Rake::Scope)) && scope.empty? &&
+                    TaskManagerPatch.plain_lookup?(self.class)
         if top_level
           # Stock lookup in the top-level scope is exactly @tasks[name] for such a name.
           task = @tasks[name]

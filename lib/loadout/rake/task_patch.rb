@@ -12,12 +12,16 @@ module Loadout
     #   invocation chain (which cannot hold a finished task, so no circular-dependency error) and
     #   returns under the task's lock. Skipped only when nothing could be observed: no --trace
     #   (stock prints "** Invoke" lines), no failed previous invocation (stock re-raises it), the
-    #   task is "plain" (below) and it is not currently being re-invoked.
+    #   task is "plain" (below) and it is not currently being re-invoked. A leaf prerequisite not
+    #   yet invoked is invoked without building the InvocationChain and TaskArguments stock builds
+    #   first (see __loadout_invoke_leaf): most of a no-op run's allocations.
     # - prerequisite_tasks: reads names already in the run's lookup cache directly, and remembers
     #   the resolved list until the epoch ends, a task table changes or the names change (stock
     #   resolves it again for invoke_prerequisites and for every all_prerequisite_tasks walk).
     # - collect_prerequisites (behind all_prerequisite_tasks, which FileTask#out_of_date? walks
-    #   for every file task): does not recurse into a prerequisite without prerequisites.
+    #   for every file task): does not recurse into a prerequisite without prerequisites; and
+    #   out_of_date? skips that walk altogether when the remembered list already is its answer
+    #   (__loadout_direct_prerequisites).
     #
     # The shortcuts apply only to tasks of "plain" classes: those that keep stock Rake's (or this
     # module's) version of every method a shortcut stands in for.
@@ -65,9 +69,70 @@ module Loadout
         tasks = __loadout_plain? ? __loadout_prerequisite_tasks : prerequisite_tasks
         tasks.each do |p|
           next if p.__loadout_finished?
+          next if p.__loadout_invoke_leaf(task_args, invocation_chain)
 
           p.invoke_with_call_chain(task_args.new_scope(p.arg_names), invocation_chain)
         end
+      end
+
+      # Stock invoke_with_call_chain(parent_args.new_scope(arg_names), invocation_chain) for a
+      # leaf (plain, no prerequisites) that was not invoked yet, without the two objects stock
+      # builds first: the InvocationChain (only used to detect a cycle, to invoke prerequisites,
+      # none here, and to label an exception, where it is built then) and the TaskArguments (only
+      # passed to execute, so built when needed? says it runs; new_scope reads the parent's
+      # arguments, which nothing can change in between). Returns false, having done nothing, when
+      # stock must run: the task was invoked already (stock returns or re-raises its failure) or
+      # is in the chain (stock raises "Circular dependency"), or TaskArguments is not rake's own.
+      # The caller has ruled out --trace and always_multitask.
+      def __loadout_invoke_leaf(parent_args, invocation_chain)
+        return false unless RECORDS_FAILURE
+        return false if @already_invoked || !__loadout_leaf? || !TaskPatch.stock_arguments?
+        return false if invocation_chain.member?(self)
+
+        @lock.synchronize do
+          return false if @already_invoked
+
+          @already_invoked = true
+          @__loadout_finished = false
+          begin
+            execute(parent_args.new_scope(arg_names)) if needed?
+          rescue Exception => e # rubocop:disable Lint/RescueException -- as stock: recorded, re-raised
+            add_chain_to(e, ::Rake::InvocationChain.append(self, invocation_chain))
+            @invocation_exception = e
+            raise e
+          end
+          @__loadout_finished = true
+        end
+        true
+      end
+      protected :__loadout_invoke_leaf
+
+      # Whether stock invoke_with_call_chain (read from rake's source, as installed) remembers a
+      # failure in @invocation_exception, as __loadout_invoke_leaf does (rake 13; 12.3 does not, and
+      # then the shortcut is off).
+      RECORDS_FAILURE = begin
+        file, line = ::Rake::Task.instance_method(:invoke_with_call_chain).source_location
+        body = file && line ? File.foreach(file).drop(line - 1).take_while { |l| !l.start_with?("    end") } : []
+        body.any? { |l| l.include?("@invocation_exception = ex") }
+      rescue SystemCallError
+        false
+      end
+
+      STOCK_ARGUMENTS = %i[initialize new_scope [] extras lookup].to_h do |m|
+        [m, ::Rake::TaskArguments.instance_method(m)]
+      end.freeze
+      @stock_arguments = [nil, nil] # [epoch, answer]
+
+      # True when TaskArguments still has rake's own new_scope (and what it calls): building one
+      # later is then the same as building it first. Checked once per memo epoch.
+      def self.stock_arguments? #: () -> bool
+        epoch, answer = @stock_arguments
+        return answer if epoch == Run.epoch
+
+        answer = STOCK_ARGUMENTS.all? { |m, meth| ::Rake::TaskArguments.instance_method(m) == meth } &&
+                 ::Rake::TaskArguments.method(:new).owner.equal?(Class)
+        @stock_arguments = [Run.epoch, answer]
+        answer
       end
 
       # Stock: (prerequisites + order_only_prerequisites).map { |n| lookup_prerequisite(n) }.
@@ -101,7 +166,9 @@ module Loadout
       # exactly what that lookup returns, and has no side effect); any other name (not cached, or
       # resolving to the task itself) goes through stock lookup_prerequisite, in the same order.
       # The list is remembered when every element is also what the lookup cache now holds for
-      # its name (so no element came from lookup_prerequisite's unscoped retry), and reused until
+      # its name (so no element came from lookup_prerequisite's unscoped retry; only the elements
+      # lookup_prerequisite returned are compared when no cache entry was dropped meanwhile, see
+      # Run.drop_gen), and reused until
       # the epoch ends, any task table changes, or the prerequisite names change.
       def __loadout_prerequisite_tasks
         names = __loadout_prerequisite_names
@@ -112,12 +179,25 @@ module Loadout
           return memo[3]
         end
 
+        epoch = Run.epoch
         by_name = Run.lookups_for(application, @scope)
-        tasks = names.map do |n|
+        drop_gen = Run.drop_gen
+        looked_up = nil # indexes resolved by lookup_prerequisite rather than read from the cache
+        tasks = Array.new(names.size)
+        i = 0
+        while i < names.size
+          n = names[i]
           task = by_name && by_name[n.to_s]
-          task.nil? || task.equal?(self) ? lookup_prerequisite(n) : task
+          if task.nil? || task.equal?(self)
+            task = lookup_prerequisite(n)
+            (looked_up ||= []) << i
+          end
+          tasks[i] = task
+          i += 1
         end
-        __loadout_memo_prerequisites(names, tasks)
+        # Elements read from the cache are still what it holds unless an entry was dropped since.
+        checked = by_name && Run.drop_gen == drop_gen ? looked_up || NO_TASKS : nil
+        __loadout_memo_prerequisites(names, tasks, checked, epoch)
         tasks
       end
       protected :__loadout_prerequisite_tasks
@@ -162,20 +242,51 @@ module Loadout
       end
       protected :__loadout_finished?, :__loadout_leaf?, :__loadout_plain?
 
-      def __loadout_memo_prerequisites(names, tasks)
-        epoch = Run.epoch
+      # +checked+: the indexes whose element must be compared with the lookup cache (nil: all).
+      # +epoch+: the epoch the list was resolved in (a later one holds a different cache).
+      def __loadout_memo_prerequisites(names, tasks, checked, epoch)
         table_gen = Run.table_gen
+        return unless Run.epoch == epoch
+
         by_name = Run.lookups_for(application, @scope) or return
+        if checked
+          checked.each { |i| return if tasks[i].equal?(self) || !by_name[names[i].to_s].equal?(tasks[i]) }
+        end
+        direct = true
+        # By task, not name: hashing a task is cheap, and with task.name == name, distinct tasks
+        # mean distinct names.
+        seen = {}.compare_by_identity
         i = 0
         while i < names.size
           task = tasks[i]
-          return if task.equal?(self) || !by_name[names[i].to_s].equal?(task)
+          name = names[i].to_s
+          return if !checked && (task.equal?(self) || !by_name[name].equal?(task))
 
+          # Direct: the element is what the cache holds for its own name, and no two share one.
+          # (Plain first: a plain task's name is rake's attr, so asking it runs no other code.)
+          direct &&= task.__loadout_plain? && task.name == name && !seen[task]
+          seen[task] = true
           i += 1
         end
-        @__loadout_prereqs = [epoch, table_gen, names.dup.freeze, tasks.freeze]
+        @__loadout_prereqs = [epoch, table_gen, names.dup.freeze, tasks.freeze, direct]
       end
       private :__loadout_memo_prerequisites
+
+      # The remembered prerequisite list when it is exactly what all_prerequisite_tasks returns
+      # and what out_of_date? re-resolves each element to: still valid (same epoch, table and
+      # names), "direct" (see __loadout_memo_prerequisites) and made only of leaves (nothing to
+      # collect below them, checked now since a prerequisite may have been enhanced since).
+      # nil otherwise. Frozen; do not mutate.
+      def __loadout_direct_prerequisites
+        memo = @__loadout_prereqs or return nil
+        return nil unless memo[4] && memo[0] == Run.epoch && memo[1] == Run.table_gen &&
+                          memo[2] == __loadout_prerequisite_names
+
+        tasks = memo[3]
+        tasks.each { |task| return nil unless task.__loadout_leaf? }
+        tasks
+      end
+      protected :__loadout_direct_prerequisites
 
       if ORDER_ONLY
         def __loadout_prerequisite_names
