@@ -109,9 +109,10 @@ module Loadout
           fresh ? entry.payload : nil
         end
 
+        # Literals stand for STAT_MAGIC and STAT_LAYOUT: a CI boot appends one record per file.
         def dump_stat(identity, verified, digest) #: (Array[Integer], Integer, Integer) -> String
           size, mtime, ctime, ino, dev = identity
-          [STAT_MAGIC, FORMAT_VERSION, size, mtime, ctime, verified, ino, dev, digest].pack(STAT_LAYOUT)
+          ["LOcs", @version, size, mtime, ctime, verified, ino, dev, digest].pack("a4Cx3q<q<q<q<Q<Q<Q<")
         end
 
         def load_stat(blob) #: (String?) -> Stat?

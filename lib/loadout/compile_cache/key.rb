@@ -70,8 +70,10 @@ module Loadout
       end
 
       # The key of the small stat record that belongs to the entry at +key+.
+      # Literals stand for STAT_PREFIX and PREFIX's length: called once per revalidated file,
+      # where each constant would be looked up again (see #for).
       def self.stat_key(key) #: (String) -> String
-        "#{STAT_PREFIX}#{key[PREFIX.length..]}"
+        "cc/s/#{key.byteslice(3, key.bytesize - 3)}"
       end
 
       private

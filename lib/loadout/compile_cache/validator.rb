@@ -29,7 +29,14 @@ module Loadout
         @store = store
         @readonly = readonly
         @racy_ns = RACY_NS
-        @digest = Digest # not named per call (see Digest's @native)
+        # Not named per call: Ruby 3.1 drops every constant cache each time a class is defined
+        # (once per file a boot loads), and a CI boot (every mtime moved) runs #check per file.
+        @digest = Digest
+        @key = Key
+        @entry = Entry
+        @stat = Entry::Stat
+        @process = Process
+        @realtime = Process::CLOCK_REALTIME
       end
 
       # Returns [state, identity]: state is :fresh, :revalidated, :stale or :missing (the file
@@ -41,18 +48,18 @@ module Loadout
         return [:fresh, id, nil] if same?(id, entry.size, entry.mtime, entry.ctime, entry.verified)
         return [:stale, id, nil] unless id[0] == entry.size
 
-        stat_key = Key.stat_key(key)
-        record = Entry.load_stat(@store.get(stat_key))
+        stat_key = @key.stat_key(key)
+        record = @entry.load_stat(@store.get(stat_key))
         if record && record.digest == entry.digest && same?(id, record.size, record.mtime, record.ctime, record.verified)
           return [:fresh, id, record]
         end
 
         verified = now_ns
-        digest = Digest.file(path) or return [:missing, id, nil]
+        digest = @digest.file(path) or return [:missing, id, nil]
         return [:stale, id, nil] unless digest == entry.digest
 
-        record = Entry::Stat.new(id[0], id[1], id[2], verified, id[3], id[4], digest)
-        @store.put(stat_key, Entry.dump_stat(id, verified, digest)) unless @readonly
+        record = @stat.new(id[0], id[1], id[2], verified, id[3], id[4], digest)
+        @store.put(stat_key, @entry.dump_stat(id, verified, digest)) unless @readonly
         [:revalidated, id, record]
       end
 
@@ -68,7 +75,7 @@ module Loadout
       end
 
       def now_ns #: () -> Integer
-        Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+        @process.clock_gettime(@realtime, :nanosecond)
       end
 
       private

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "securerandom"
-
 module Loadout
   class Store
     # Compaction: under the append lock, copy every live record (re-verified, byte for byte) into a
@@ -15,7 +13,7 @@ module Loadout
 
       def compact_locked(old)
         remove_stale_temp_files
-        tmp = "#{@path}.compact.#{Process.pid}.#{SecureRandom.hex(4)}"
+        tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
         # another process compacts again right away.
         out = File.new(tmp, File::RDWR | File::CREAT | File::EXCL | File::APPEND | File::BINARY, 0o644)

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "securerandom"
-
 module Loadout
   class Store
     # The hint file (PATH.hint): the key map of a log prefix, so open reads one small file instead
@@ -37,7 +35,7 @@ module Loadout
       def write(path, file, index, covered)
         buf = build(file, index, covered)
         target = path_for(path)
-        tmp = "#{target}.tmp.#{Process.pid}.#{SecureRandom.hex(4)}"
+        tmp = "#{target}.tmp.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
         File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o644) do |f|
           f.write(buf)
           f.fsync
