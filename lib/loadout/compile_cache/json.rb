@@ -38,14 +38,7 @@ module Loadout
 
         def fetch(method, filespec, opts, &original)
           ctx = @ctx or return yield
-          return yield unless filespec.is_a?(String) || filespec.respond_to?(:to_path)
-
-          call = call_for(method, opts)
-          unless call
-            ctx.counters.event(:json, :skipped, filespec.to_s, :option)
-            return yield
-          end
-          Values.fetch(ctx, call, filespec.respond_to?(:to_path) ? filespec.to_path : filespec, &original)
+          Values.fetch_for(ctx, :json, filespec, original) { call_for(method, opts) || :option }
         end
 
         private

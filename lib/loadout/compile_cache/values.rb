@@ -21,6 +21,20 @@ module Loadout
       NO_FALLBACK = Object.new.freeze
 
       class << self
+        # The YAML and JSON hooks' shared entry: +original+ is the uncached call. A filename that
+        # is not a path, or a call the block says cannot be cached (a Symbol reason), goes to
+        # +original+ and is counted as :skipped.
+        def fetch_for(ctx, kind, file, original)
+          return original.call unless file.is_a?(String) || file.respond_to?(:to_path)
+
+          call = yield
+          unless call.is_a?(Call)
+            ctx.counters.event(kind, :skipped, file.to_s, call)
+            return original.call
+          end
+          fetch(ctx, call, file.respond_to?(:to_path) ? file.to_path : file, &original)
+        end
+
         def fetch(ctx, call, path)
           begin
             abspath = File.expand_path(path)

@@ -56,14 +56,7 @@ module Loadout
 
         def fetch(method, filename, kwargs, &original)
           ctx = @ctx or return yield
-          return yield unless filename.is_a?(String) || filename.respond_to?(:to_path)
-
-          call = call_for(method, kwargs)
-          unless call.is_a?(Values::Call)
-            ctx.counters.event(:yaml, :skipped, filename.to_s, call)
-            return yield
-          end
-          Values.fetch(ctx, call, filename.respond_to?(:to_path) ? filename.to_path : filename, &original)
+          Values.fetch_for(ctx, :yaml, filename, original) { call_for(method, kwargs) }
         end
 
         private
