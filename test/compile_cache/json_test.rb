@@ -59,6 +59,19 @@ class CompileCacheJsonTest < Minitest::Test
     end
   end
 
+  test "an options Hash changed by the caller after a call is read again, not remembered" do
+    with_value_cache([["a.json", '{"a": 1}']], [:json]) do |dir, _|
+      path = File.join(dir, "a.json")
+      opts = { symbolize_names: true }
+      2.times { assert_equal({ a: 1 }, JSON.load_file(path, opts)) }
+      opts[:symbolize_names] = false
+      2.times { assert_equal({ "a" => 1 }, JSON.load_file(path, opts)) }
+      opts[:freeze] = true
+      assert JSON.load_file(path, opts).frozen?
+      assert_equal({ hits: 2, misses: 3 }, Loadout::CompileCache.stats[:json].slice(:hits, :misses))
+    end
+  end
+
   test "options that build caller-chosen classes bypass the cache" do
     with_value_cache([["a.json", '{"a": [1]}']], [:json]) do |dir, store|
       path = File.join(dir, "a.json")

@@ -127,6 +127,25 @@ class CompileCacheYamlTest < Minitest::Test
     end
   end
 
+  test "a warm hit at the path the entry was stored from is checked in one call, not parsed apart" do
+    with_value_cache([["w.yml", "k: v\n"], ["e.yml", ""]], [:yaml]) do |dir, _|
+      path = File.join(dir, "w.yml")
+      empty = File.join(dir, "e.yml")
+      YAML.load_file(path)
+      YAML.load_file(empty, fallback: :none)
+      checks = 0
+      validator = Loadout::CompileCache.context.validator
+      validator.define_singleton_method(:check) { |*args| (checks += 1) && super(*args) }
+      2.times { assert_equal({ "k" => "v" }, YAML.load_file(path)) }
+      assert_equal :none, YAML.load_file(empty, fallback: :none)
+      assert_equal 0, checks, "the full validation ran on a plain warm hit"
+      assert_equal 3, Loadout::CompileCache.stats[:yaml][:hits]
+      File.write(path, "k: w\n")
+      assert_equal({ "k" => "w" }, YAML.load_file(path))
+      assert_equal 1, checks, "a changed file goes through the full validation"
+    end
+  end
+
   test "relative paths and Pathnames share the absolute path's entry" do
     with_value_cache([["p.yml", "a: 1\n"]], [:yaml]) do |dir, _|
       YAML.load_file(File.join(dir, "p.yml"))

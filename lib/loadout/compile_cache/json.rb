@@ -12,6 +12,7 @@ module Loadout
       LETTER = "j"
       UNCACHEABLE = %i[create_additions object_class array_class decimal_class match_string].freeze
       PLAIN = [NilClass, TrueClass, FalseClass, Integer, Float, Symbol, String].freeze
+      IMMEDIATES = [NilClass, TrueClass, FalseClass, Integer, Symbol].freeze
 
       # Prepended to JSON's singleton class.
       module Hook
@@ -29,6 +30,7 @@ module Loadout
       class << self
         def install!(ctx)
           @ctx = ctx
+          @calls = {}
           LazyHook.on(:JSON, Hook)
         end
 
@@ -38,19 +40,31 @@ module Loadout
 
         def fetch(method, filespec, opts, &original)
           ctx = @ctx or return yield
-          Values.fetch_for(ctx, :json, filespec, original) { call_for(method, opts) || :option }
+          Values.fetch_for(ctx, :json, filespec, original) { memoized_call(method, opts) || :option }
         end
 
         private
 
-        def call_for(method, opts)
+        # The Call for options of immediate values is remembered (see Values.memo); the key is a
+        # new Array, never the caller's Hash, which the caller may change later.
+        def memoized_call(method, opts)
           # load_file treats nil as no options; load_file! merges it and raises, so that call is
           # left to JSON.
           opts = {} if opts.nil? && method == :load_file
           return nil unless opts.is_a?(Hash)
 
-          options = [::JSON::VERSION, ::JSON::Parser.name, method, Encoding.default_external.name,
-                     Encoding.default_internal&.name]
+          external = Encoding.default_external
+          internal = Encoding.default_internal
+          memo_key = nil
+          if opts.each_value.all? { |v| IMMEDIATES.include?(v.class) }
+            memo_key = [method, external, internal]
+            opts.each { |name, value| memo_key << name << value }
+          end
+          Values.memo(@calls, memo_key) { call_for(method, opts, external, internal) }
+        end
+
+        def call_for(method, opts, external, internal)
+          options = [::JSON::VERSION, ::JSON::Parser.name, method, external.name, internal&.name]
           opts.each do |name, value|
             return nil unless name.is_a?(Symbol) && !UNCACHEABLE.include?(name) && PLAIN.include?(value.class)
 

@@ -16,7 +16,11 @@ module Loadout
       # document).
       # +plain_source+, when given, is a Regexp that a source must not match for a MessagePack
       # round trip to be trusted without Fidelity's walk (see YAML::PLAIN_SOURCE).
-      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source)
+      # +variant+ is filled in on first use (Key#variant of kind and options).
+      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source, :variant)
+
+      # How many distinct option sets a handler remembers its Call for (see .memo).
+      MEMO_LIMIT = 64
 
       NO_FALLBACK = Object.new.freeze
 
@@ -35,10 +39,26 @@ module Loadout
           fetch(ctx, call, file.respond_to?(:to_path) ? file.to_path : file, &original)
         end
 
+        # The Call +build+ returns for +memo_key+, built once: a boot loads hundreds of files with
+        # the same few option sets, and building a Call (option string, variant digest) costs more
+        # than the rest of a hit. Only keys of plain values should be given (nil when a call's
+        # options hold objects that could change), and +memo+ stops growing at MEMO_LIMIT.
+        def memo(memo, memo_key)
+          return yield if memo_key.nil?
+
+          call = memo[memo_key]
+          return call if call
+
+          call = yield
+          memo[memo_key] = call if memo.size < MEMO_LIMIT
+          call
+        end
+
         def fetch(ctx, call, path)
           begin
             abspath = File.expand_path(path)
-            key = ctx.key.for(call.letter, ctx.key.variant(call.kind, call.options), abspath)
+            variant = call.variant ||= ctx.key.variant(call.kind, call.options)
+            key = ctx.key.for(call.letter, variant, abspath)
             state = :miss
             if (blob = ctx.store.get(key))
               ctx.counters.add(call.kind, :bytes_read, blob.bytesize)
@@ -56,8 +76,24 @@ module Loadout
 
         # [:served, value] or [event, nil] where event is why it was not served.
         def serve(ctx, call, abspath, key, blob)
+          trusted = ctx.trusted?(abspath)
+          # The common warm hit in one native call (see Entry.fresh_payload); entries stored
+          # before values recorded their path, and every other case, take the full path below.
+          if !trusted && (payload = Entry.fresh_payload(blob.freeze, abspath, ctx.validator.racy_ns, false))
+            flags = blob.getbyte(5) # Entry layout: magic (4 bytes), version, flags
+            return [:stale, nil] if (flags & Entry::FALLBACK) != 0 && call.fallback.equal?(NO_FALLBACK)
+
+            value = if (flags & Entry::FALLBACK) != 0
+                      call.fallback
+                    else
+                      timed(ctx, call.kind, :load_ns) { Serializer.load(flags & Entry::CODEC, payload, call.freeze) }
+                    end
+            ctx.counters.event(call.kind, :hit, abspath)
+            return [:served, value]
+          end
+
           entry = Entry.load(blob) or return [:corrupt, nil]
-          unless ctx.trusted?(abspath)
+          unless trusted
             state, = ctx.validator.check(abspath, entry, key)
             return [:miss, nil] if state == :missing
             return [:stale, nil] if state == :stale
@@ -94,7 +130,7 @@ module Loadout
           end
           ctx.counters.event(call.kind, state, abspath)
           value = timed(ctx, call.kind, :compile_ns) { yield }
-          store(ctx, call, key, value, identity, verified, digest, plain) if digest && !ctx.readonly
+          store(ctx, call, abspath, key, value, [identity, verified, digest], plain) if digest && !ctx.readonly
           value
         end
 
@@ -104,11 +140,14 @@ module Loadout
           nil
         end
 
-        def store(ctx, call, key, value, identity, verified, digest, plain)
+        # +stamp+ is [identity, verified, digest] of the source as it was before parsing. The
+        # entry records +abspath+ so a hit at the same path is checked in one call.
+        def store(ctx, call, abspath, key, value, stamp, plain)
+          identity, verified, digest = stamp
           if !call.fallback.equal?(NO_FALLBACK) && value.equal?(call.fallback)
-            ctx.store.put(key, Entry.dump(Entry::FALLBACK, identity, verified, digest, ""))
+            ctx.store.put(key, Entry.dump(Entry::FALLBACK, identity, verified, digest, "", path: abspath))
           elsif (codec, bytes = Serializer.dump(value, call.freeze, trust_msgpack: plain))
-            ctx.store.put(key, Entry.dump(codec, identity, verified, digest, bytes))
+            ctx.store.put(key, Entry.dump(codec, identity, verified, digest, bytes, path: abspath))
           else
             ctx.counters.event(call.kind, :skipped, key, :unfaithful)
           end

@@ -56,18 +56,26 @@ module Loadout
 
         def fetch(method, filename, kwargs, &original)
           ctx = @ctx or return yield
-          Values.fetch_for(ctx, :yaml, filename, original) { call_for(method, kwargs) }
+          Values.fetch_for(ctx, :yaml, filename, original) { memoized_call(method, kwargs) }
         end
 
         private
 
-        # A Values::Call for these keywords, or the Symbol reason they cannot be cached.
-        def call_for(method, kwargs)
+        # Psych's global tag tables and Encoding.default_internal are checked on every call; the
+        # rest of the Call depends only on the method and its keywords, remembered when they
+        # are all plain values (true/false, nil, Symbols, Integers).
+        def memoized_call(method, kwargs)
           return :custom_tags unless ::Psych.load_tags.empty? && ::Psych.domain_types.empty?
 
           internal = Encoding.default_internal
           return :default_internal unless internal.nil? || internal == Encoding::UTF_8
 
+          plain = kwargs.empty? || kwargs.each_value.all? { |v| IMMEDIATES.include?(v.class) }
+          Values.memo(@calls, plain ? [method, kwargs] : nil) { call_for(method, kwargs) }
+        end
+
+        # A Values::Call for these keywords, or the Symbol reason they cannot be cached.
+        def call_for(method, kwargs)
           options = [::Psych::VERSION, method]
           fallback = Values::NO_FALLBACK
           kwargs.each do |name, value|
