@@ -37,7 +37,7 @@ module Loadout
     Context = Struct.new(:store, :readonly, :trust, :key, :validator, :counters, :miss_compile) do # :nodoc:
       # The Writer, made on the first miss (a warm boot never loads it).
       def writer
-        @writer ||= Writer.new(store, miss_compile, counters)
+        @writer ||= Writer.new(store, miss_compile, counters, key)
       end
 
       # Whether +path+ is served without its per-file stat (trust: :stable for gem and Ruby

@@ -306,6 +306,27 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
+  test "a boot on an empty store looks nothing up, and serves what it compiled once the queue ran" do
+    files = { "lib/a.rb" => "puts [:a, __FILE__].inspect\n", "lib/b.rb" => "puts [:b, __LINE__].inspect\n" }
+    with_app(files) do |app, store|
+      code = <<~'RUBY'
+        lookups = 0
+        Loadout::CompileCache.context.store.define_singleton_method(:get) { |k| (lookups += 1) && super(k) }
+        %w[a b].each { |f| load File.join(APP, "lib/#{f}.rb") }
+        puts "lookups=#{lookups}"
+        Loadout::CompileCache.context.writer.run
+        %w[a b].each { |f| load File.join(APP, "lib/#{f}.rb") }
+        puts "lookups=#{lookups}"
+      RUBY
+      cold = boot(app, store, code)
+      plain = plain_boot(body_for(app, code.lines.grep_v(/lookups|Loadout/).join))
+      assert_equal plain.stdout.lines.first(2) + ["lookups=0\n"] + plain.stdout.lines.last(2) + ["lookups=2\n"],
+                   cold.stdout.lines
+      assert_equal [2, 2, 2], [cold.count(:iseq, :misses), cold.count(:iseq, :compiles), cold.count(:iseq, :hits)]
+      assert_equal 2, cc_keys(store, "i").size
+    end
+  end
+
   test "trust: :stable skips the stat for gem files only" do
     files = { "app/a.rb" => "puts \"app-1\"\n", "gem/g.rb" => "puts \"gem-1\"\n" }
     with_app(files) do |root, store|

@@ -49,6 +49,7 @@ module Loadout
       end
 
       @ctx = nil
+      @cold = false
       @hooked = false
       # A hit names no constant: Ruby 3.1 drops every constant cache whenever a class or module
       # is defined, which nearly every file a boot loads does, so each name would be looked up
@@ -62,6 +63,11 @@ module Loadout
       class << self
         def install!(ctx)
           @ctx = ctx
+          # An empty store (a first boot, a CI run without a restored cache) answers every
+          # lookup with "no": until this process writes entries itself, a fetch skips the key
+          # and the lookup and only queues the file, so a cold boot costs what plain Ruby costs.
+          @cold = ctx.store.respond_to?(:size) && ctx.store.size.zero? && !ctx.readonly
+          ctx.writer.on_finish { @cold = false } if @cold
           options_changed
           return if @hooked
 
@@ -85,10 +91,11 @@ module Loadout
           ctx = @ctx or return nil
           @lazy_hook.poll if @lazy_hook.waiting?
           return skip(ctx, path, :coverage) if coverage_running?
+          return miss(ctx, :miss, path) if @cold
 
           key = ctx.key.for("i", @variant, path) # LETTER
           blob = ctx.store.get(key)
-          return miss(ctx, :miss, path, key) unless blob
+          return miss(ctx, :miss, path) unless blob
 
           ctx.counters.add(:iseq, :bytes_read, blob.bytesize)
           # Frozen (it is ours: get returns a new String), the blob itself backs the payload
@@ -98,12 +105,12 @@ module Loadout
           # The common warm hit, checked in one call (no Entry, no identity Array); anything it
           # is not certain about takes the full path below, which decides every case.
           if !trusted && (binary = @entry.fresh_payload(blob, path, ctx.validator.racy_ns, $VERBOSE == true))
-            iseq = load(ctx, binary) or return miss(ctx, :corrupt, path, key)
+            iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
             ctx.counters.event(:iseq, :hit, path)
             return iseq
           end
 
-          entry = @entry.load(blob) or return miss(ctx, :corrupt, path, key)
+          entry = @entry.load(blob) or return miss(ctx, :corrupt, path)
 
           if trusted
             state = :fresh
@@ -112,15 +119,15 @@ module Loadout
           else
             state, identity, record = ctx.validator.check(path, entry, key, identity)
             return skip(ctx, path, :unreadable) if state == :missing
-            return miss(ctx, :stale, path, key) if state == :stale
+            return miss(ctx, :stale, path) if state == :stale
           end
           return skip(ctx, path, entry.payload.force_encoding(Encoding::UTF_8).to_sym) if entry.negative?
           return skip(ctx, path, :compile_warnings) if $VERBOSE && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
 
           binary = located_binary(entry, path, identity, record)
-          return miss(ctx, :miss, path, key, :relocation) unless binary
+          return miss(ctx, :miss, path, :relocation) unless binary
 
-          iseq = load(ctx, binary) or return miss(ctx, :corrupt, path, key)
+          iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
           ctx.counters.event(:iseq, state == :revalidated ? :revalidated : :hit, path)
           iseq
         rescue StandardError => e
@@ -191,9 +198,9 @@ module Loadout
           nil
         end
 
-        def miss(ctx, event, path, key, reason = nil)
+        def miss(ctx, event, path, reason = nil)
           ctx.counters.event(:iseq, event, path, reason)
-          ctx.writer.enqueue(path, key, @options) unless ctx.readonly
+          ctx.writer.enqueue(path, @variant, @options) unless ctx.readonly
           nil
         end
 

@@ -20,8 +20,12 @@ module Loadout
       PREFIX = "cc/"
       STAT_PREFIX = "cc/s/"
 
+      # The roots as given (a background worker builds its own Key from them).
+      attr_reader :roots
+
       # +roots+: absolute directories, the first being the application root.
       def initialize(roots)
+        @roots = Array(roots).map { |r| r.to_s.dup.freeze }.freeze
         @tags = {}
         @stable = {}
         Array(roots).each_with_index do |root, i|

@@ -6,9 +6,10 @@ require "loadout/compile_cache"
 
 module Loadout
   module CompileCache
-    # The background compiler spawned by Writer: reads a job file ([store path, { key => [path,
-    # compile options] }]), compiles each file into the store and exits. It never prints and
-    # never raises out: a failed job is a future miss.
+    # The background compiler spawned by Writer: reads a job file ([store path, roots, [[variant,
+    # compile options, [path, ...]], ...]]), compiles each file into the store under the key
+    # Key.new(roots) gives it, and exits. It never prints and never raises out: a failed job is
+    # a future miss.
     module Worker # :nodoc:
       def self.run(job_file) #: (String) -> void
         # Background work: let the next boot (often started right away) have the CPU first.
@@ -17,10 +18,10 @@ module Loadout
         rescue StandardError
           nil
         end
-        store_path, jobs = Marshal.load(File.binread(job_file)) # rubocop:disable Security/MarshalLoad -- written by our parent
+        store_path, roots, groups = Marshal.load(File.binread(job_file)) # rubocop:disable Security/MarshalLoad -- written by our parent
         File.delete(job_file)
         store = Store.open(store_path, fail_safe: true, defer_writes: true)
-        Writer.compile_into(store, jobs)
+        Writer.compile_into(store, Key.new(roots), groups)
         store.close
       rescue StandardError, ScriptError
         nil

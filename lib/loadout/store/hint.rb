@@ -5,7 +5,11 @@ module Loadout
     # The hint file (PATH.hint): the key map of a log prefix, so open reads one small file instead
     # of scanning the log. It names the log it describes (dev, inode, covered length and the CRC of
     # the last 64 covered bytes) and ends with a CRC of itself; anything that does not match is
-    # ignored and the log is scanned. Written to a temp file, fsynced and renamed into place.
+    # ignored and the log is scanned. Written to a temp file and renamed into place.
+    #
+    # Not fsynced: a hint that a crash leaves torn, empty or stale fails those checks and costs
+    # the next open one scan of the log, never a wrong answer; an fsync would cost every boot
+    # that wrote anything (a first boot, a CI boot) a disk flush at exit.
     module Hint # :nodoc:
       TAIL = 64
 
@@ -38,7 +42,6 @@ module Loadout
         tmp = "#{target}.tmp.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
         File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o644) do |f|
           f.write(buf)
-          f.fsync
         end
         File.rename(tmp, target)
         true
