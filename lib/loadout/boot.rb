@@ -11,6 +11,9 @@ module Loadout
     # A component loads only when its file is present, and one that fails to load costs one
     # warning, never the boot.
     COMPONENT_FILES = { Store: "store", LoadPath: "load_path", CompileCache: "compile_cache" }.freeze
+    # Stats::RECORD_KEY, spelled out: naming it would load stats.rb at the exit of every boot,
+    # including the warm ones that record nothing.
+    STATS_RECORD_KEY = "st/last_boot"
 
     @config = nil
     @store = nil
@@ -184,7 +187,7 @@ module Loadout
       # anything (or any boot under LOADOUT_STATS=1, or the first one).
       def record_boot?(store)
         return false unless store.writable?
-        return true if @config&.stats || !store.key?(Stats::RECORD_KEY)
+        return true if @config&.stats || !store.key?(STATS_RECORD_KEY)
 
         pending = store.respond_to?(:stats) ? store.stats[:pending_writes] : nil
         pending.is_a?(Integer) && pending.positive?

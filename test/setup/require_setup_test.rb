@@ -48,6 +48,27 @@ class RequireSetupTest < Minitest::Test
     end
   end
 
+  test "a warm boot's exit loads no stats or value-storing code, and records under Stats' key" do
+    with_app do |app|
+      script = 'at_exit { puts $LOADED_FEATURES.grep(%r{loadout/(stats|compile_cache/fidelity)\\.rb}).size }; ' \
+               'require "loadout/setup"; require "yaml"; YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml"))'
+      env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
+      sleep 2.1 # past the racy window of the files just copied, or the next boot revalidates (and writes)
+      first = spawn_ruby("-e", script, env: env, chdir: app)
+      assert first.success?, first.stderr
+      assert_equal "2", first.stdout.lines.last.chomp # a first boot records its numbers and stores values
+      require "loadout/stats"
+      assert_equal Loadout::Stats::RECORD_KEY, Loadout::Boot::STATS_RECORD_KEY
+      Loadout::Store.open(File.join(app, "tmp/cache/loadout/store"), readonly: true) do |store|
+        assert store.key?(Loadout::Stats::RECORD_KEY)
+      end
+      sleep 0.3 # the first boot's background compile
+      warm = spawn_ruby("-e", script, env: env, chdir: app)
+      assert warm.success?, warm.stderr
+      assert_equal "0", warm.stdout.lines.last.chomp
+    end
+  end
+
   test "LOADOUT_DISABLE=1 leaves the process alone" do
     with_app do |app|
       assert_equal "off", show(chdir: app, env: { "LOADOUT_DISABLE" => "1" })

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "loadout/compile_cache/entry"
-require "loadout/compile_cache/fidelity"
+# Fidelity is autoloaded: only storing a value needs it, and a warm boot stores none.
 
 module Loadout
   module CompileCache
