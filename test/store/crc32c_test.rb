@@ -1,6 +1,9 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "loadout/store"
+require "loadout/store/crc32c" # the Ruby twins, compared with the native paths on every backend
+require "loadout/store/ruby_format"
 
 class StoreCRC32CTest < Minitest::Test
   Format = Loadout::Store.const_get(:Format)
