@@ -69,6 +69,32 @@ class LoadPathCheckTest < Minitest::Test
     end
   end
 
+  # The app's boot.rb (main script) and config/boot.rb (still loading when loadout/setup runs)
+  # and Bundler's files are loaded before setup: no boot caches them, none needs them cached.
+  test "files loaded before setup are reported on their own line, not as misses" do
+    with_booted_app do |app, lib|
+      cc_on = { "LOADOUT_DISABLE_COMPILE_CACHE" => nil }
+      2.times { boot!(app, lib, env: cc_on) }
+      Loadout::Store.open(store_path(app), readonly: true) do |s|
+        before = Loadout::LoadPath::Snapshot.load_boot(s)[:before]
+        assert_equal ["#{app}/boot.rb", "#{app}/config/boot.rb"], before.first(2), "the call stack at install, main script first"
+        assert(before.any? { |f| f.end_with?("/bundler/setup.rb") }, "what Bundler loaded: #{before.inspect}")
+      end
+      result = ruby_in(app, lib, EXE, "check", "--no-yaml", "--no-json", env: cc_on)
+      out = result.stdout
+      refute_includes out, "missing: #{app}/config/boot.rb"
+      refute_includes out, "missing: #{app}/boot.rb"
+      assert_includes out, "  loaded before setup (not served by loadout; the next boot loads them the same way): " \
+                           "2 files (#{app}/boot.rb, #{app}/config/boot.rb)"
+      assert_match(/^iseq: +\d+ files: \d+ hit$/, out)
+      assert_includes out, "verdict:    HIT"
+      assert_equal 0, result.status.exitstatus, out + result.stderr
+      # And it is right: the next boot compiles nothing.
+      stats = boot!(app, lib, env: cc_on.merge("LOADOUT_STATS" => "1")).stderr
+      assert_match(/^  iseq: +hits=[1-9]\d* misses=0 /, stats)
+    end
+  end
+
   test "an empty cache is a miss; the $LOAD_PATH comes from bundler/setup when no boot was recorded" do
     with_booted_app do |app, lib|
       FileUtils.mkdir_p(File.dirname(store_path(app)))
@@ -77,6 +103,10 @@ class LoadPathCheckTest < Minitest::Test
       assert_includes out, "load_path:  miss (no index for this $LOAD_PATH"
       assert_includes out, "$LOAD_PATH: `ruby -rbundler/setup` with BUNDLE_GEMFILE=#{app}/Gemfile"
       assert_includes out, "no boot recorded yet"
+      Loadout::Store.open(store_path(app), readonly: true) do |s|
+        before = Loadout::LoadPath::AppLoadPath.for_check(s, app).before
+        assert(before.any? { |f| f.end_with?("/bundler/setup.rb") }, "the probe tells what Bundler loads before setup: #{before.inspect}")
+      end
       # The probe's $LOAD_PATH is the app's: once a boot stored its index, the probe finds it.
       boot!(app, lib)
       Loadout::Store.open(store_path(app)) { |s| s.delete("lp/boot") }
@@ -149,12 +179,15 @@ class LoadPathCheckTest < Minitest::Test
     assert_nil snap.load_boot(store)
     record = { load_path: ["/app/lib", "#<Pathname>"], stable_roots: ["/gems"], later: ["/app/x"], lock: ["/app/Gemfile.lock", "1.2.3"] }
     snap.save_boot(store, record)
-    assert_equal record, snap.load_boot(store)
+    assert_equal record, snap.load_boot(store), "a record without :before (written before it existed) still reads"
+    snap.save_boot(store, record.merge(before: ["/app/boot.rb"]))
+    assert_equal ["/app/boot.rb"], snap.load_boot(store)[:before]
+    snap.save_boot(store, record)
     writes = store.puts_count
     snap.save_boot(store, record.dup)
     assert_equal writes, store.puts_count, "the same record is not written again"
     ["garbage", Marshal.dump([snap::FORMAT + 1, record]), Marshal.dump([snap::FORMAT, record.merge(load_path: [1])]),
-     Marshal.dump([snap::FORMAT, record.merge(lock: "x")])].each do |raw|
+     Marshal.dump([snap::FORMAT, record.merge(lock: "x")]), Marshal.dump([snap::FORMAT, record.merge(before: [1])])].each do |raw|
       store.put(snap::BOOT_KEY, raw)
       assert_nil snap.load_boot(store), raw.inspect
     end

@@ -13,6 +13,11 @@ module Loadout
     #   CompileCache.check(store:, path:, kind:, roots:)        -> [Symbol, String?]
     # where status is :hit, :stale or :missing (:miss for the load path: no index at all). The
     # load path checked is the app's, not this process's (see AppLoadPath).
+    #
+    # Ruby files the app's boot loads before `require "loadout/setup"` (the main script, its
+    # config/boot.rb, Bundler's files: AppLoadPath's +before+) are never served by loadout and
+    # are loaded the same way by the next boot: they are reported on a line of their own, not as
+    # misses.
     class Check # :nodoc:
       BANNER = <<~TEXT.chomp
         Usage: loadout check [--gemfile] [--no-iseq] [--no-yaml] [--no-json] [DIRS...]
@@ -25,6 +30,7 @@ module Loadout
         miss, 3 a component cannot tell (this build lacks its check), 1 usage error.
       TEXT
       MAX_REASONS = 10
+      SHOWN_BEFORE = 3 # files named on the "loaded before setup" line
 
       def initialize(cli, argv)
         @cli = cli
@@ -56,6 +62,7 @@ module Loadout
         roots += precompile.gem_roots if opts[:gemfile]
         files = precompile.collect(roots, ctx, opts)
         @unknown = false
+        @before = {}
         all_hit = true
         ctx.with_store do |store|
           out.puts "store:      #{ctx.store_path} (#{store.size} entries)"
@@ -108,6 +115,7 @@ module Loadout
           return true
         end
 
+        remember_before(target.before) if target.respond_to?(:before)
         answer = lp.check(store: store, load_path: target.load_path, ignore_directories: ctx.config.ignore_directories,
                           trust: ctx.config.trust, stable_roots: target.stable_roots, later: target.later)
         status = answer[:status]
@@ -134,10 +142,30 @@ module Loadout
             out.puts format("%-11s cannot tell (this build's compile cache has no check); %s", "#{kind}:", files_word(list.size))
             @unknown = true
           else
+            early, list = list.partition { |path| @before.key?(path) } if kind == :iseq
             all_hit &= report_kind(kind, list.map { |path| [path, *cache.check(store: store, path: path, kind: kind, roots: ctx.config.roots)] })
+            report_before(early) if early && !early.empty?
           end
         end
         all_hit
+      end
+
+      # Files loaded before setup, by path and by realpath (the app may reach them through a
+      # symlink the walk does not take, or the other way round).
+      def remember_before(paths)
+        (paths || []).each do |path|
+          @before[path] = true
+          @before[File.realpath(path)] = true
+        rescue SystemCallError
+          nil
+        end
+      end
+
+      def report_before(paths)
+        named = paths.first(SHOWN_BEFORE).join(", ")
+        more = paths.size > SHOWN_BEFORE ? ", #{paths.size - SHOWN_BEFORE} more" : ""
+        out.puts "  loaded before setup (not served by loadout; the next boot loads them the same way): " \
+                 "#{files_word(paths.size)} (#{named}#{more})"
       end
 
       def files_word(count)

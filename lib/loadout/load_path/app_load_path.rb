@@ -10,7 +10,10 @@ module Loadout
     # - Probe: a child `ruby -rbundler/setup` with the app's BUNDLE_GEMFILE (no app code runs),
     #   which is what config/boot.rb sees when it requires loadout/setup.
     module AppLoadPath # :nodoc:
-      Target = Struct.new(:load_path, :stable_roots, :later, :source, :error, keyword_init: true)
+      # +before+: Ruby files the app's boot loads before loadout's setup (loadout never serves
+      # them): the record's (main script, boot file, what Bundler loaded), and with the probe
+      # also what `ruby -rbundler/setup` loaded.
+      Target = Struct.new(:load_path, :stable_roots, :later, :before, :source, :error, keyword_init: true)
       # Dirs an app commonly puts on $LOAD_PATH after boot (Rails' lib and app/* autoload paths
       # before 7.1, test runners' test/ and spec/): precompile stores their listings too.
       CONVENTIONAL = %w[lib test spec].freeze
@@ -55,13 +58,17 @@ module Loadout
 
         def from_record(record)
           Target.new(load_path: record[:load_path], stable_roots: record[:stable_roots], later: record[:later],
+                     before: record[:before] || [],
                      source: "as the last boot that wrote the cache saw it (#{record[:load_path].size} items)")
         end
 
         def from_probe(probe, root, record, why)
           gemfile, = Probe.gemfile(root)
           how = gemfile ? "`ruby -rbundler/setup` with BUNDLE_GEMFILE=#{gemfile}" : "plain `ruby` in #{root} (no Gemfile)"
+          # A record for another bundle still names the app's own boot files.
+          before = ((record && record[:before]) || []) | (probe.loaded || [])
           Target.new(load_path: probe.load_path, stable_roots: probe.stable_roots, later: record ? record[:later] : [],
+                     before: before,
                      source: "#{how} (#{probe.load_path.size} items)#{"; the recorded one is not used: #{why}" if why}" \
                              "#{"; no boot recorded yet" unless record}")
         end

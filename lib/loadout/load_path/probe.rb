@@ -15,14 +15,17 @@ module Loadout
     # that writes anything) has those; `loadout check` and `precompile` use it when present.
     module Probe # :nodoc:
       GEMFILES = [%w[Gemfile Gemfile.lock], %w[gems.rb gems.locked]].freeze
+      # It also prints the Ruby files loaded at that point (RubyGems', Bundler's): the app's boot
+      # loads them before loadout's setup too.
       SCRIPT = <<~RUBY
         items = $LOAD_PATH.map { |p| p.is_a?(String) ? p : "#<\#{p.class}>" }
+        loaded = $LOADED_FEATURES.select { |f| f.start_with?("/") && f.end_with?(".rb") }
         require ARGV[0]
         $stdout.binmode
-        $stdout.write(Marshal.dump([items, Loadout::LoadPath::Roots.new.stable]))
+        $stdout.write(Marshal.dump([items, Loadout::LoadPath::Roots.new.stable, loaded]))
       RUBY
 
-      Result = Struct.new(:load_path, :stable_roots, :error, keyword_init: true)
+      Result = Struct.new(:load_path, :stable_roots, :loaded, :error, keyword_init: true)
 
       class << self
         # The app's Gemfile and lockfile under +root+ ([nil, nil] when the app has none).
@@ -50,8 +53,8 @@ module Loadout
             return Result.new(error: "#{gemfile ? "bundler/setup" : "ruby"} failed in #{root}: #{line[0, 300]}")
           end
 
-          load_path, stable = Marshal.load(out) # rubocop:disable Security/MarshalLoad -- our own child's output
-          Result.new(load_path: load_path, stable_roots: stable)
+          load_path, stable, loaded = Marshal.load(out) # rubocop:disable Security/MarshalLoad -- our own child's output
+          Result.new(load_path: load_path, stable_roots: stable, loaded: loaded)
         rescue SystemCallError, StandardError, TypeError => e
           Result.new(error: "could not ask Ruby for the app's $LOAD_PATH (#{e.class}: #{e.message})")
         end

@@ -11,8 +11,9 @@ module Loadout
     # - "lp/ent/<expanded path>": one entry's listing, so a $LOAD_PATH that differs by a few items
     #   (a gem added to the Gemfile, a push after boot) rescans only the new items;
     # - "lp/boot": the app's $LOAD_PATH as the last boot that wrote anything saw it (at install,
-    #   plus the items it added later), its stable roots and its Gemfile.lock digest, so
-    #   `loadout check` and `loadout precompile` can work for the app's $LOAD_PATH, not the CLI's.
+    #   plus the items it added later), its stable roots, its Gemfile.lock digest and the Ruby
+    #   files it loaded before install, so `loadout check` and `loadout precompile` can work for
+    #   the app's $LOAD_PATH, not the CLI's.
     # Values are Marshal dumps tagged with FORMAT and checked field by field: anything that does
     # not decode or does not match is a miss, never an error.
     module Snapshot # :nodoc:
@@ -24,6 +25,7 @@ module Loadout
       RECENT_KEY = "lp/recent"
       BOOT_KEY = "lp/boot"
       KEEP_LATER = 256 # items added after boot kept in the boot record
+      KEEP_BEFORE = 4096 # files loaded before install kept in the boot record
       KEEP_INDEXES = 8
       KEEP_ENTRIES = 4096
 
@@ -65,13 +67,15 @@ module Loadout
           store.put(BOOT_KEY, raw) unless store.get(BOOT_KEY) == raw
         end
 
-        # The boot record as a Hash with :load_path, :stable_roots, :later, :lock; nil if absent
-        # or unusable.
+        # The boot record as a Hash with :load_path, :stable_roots, :later, :lock and :before;
+        # nil if absent or unusable. :before is optional (a record written before it existed has
+        # none, and needs no FORMAT bump, which would drop every stored index): read nil as [].
         def load_boot(store)
           raw = store.get(BOOT_KEY) or return nil
           format_v, record = Marshal.load(raw) # rubocop:disable Security/MarshalLoad
           return nil unless format_v == FORMAT && record.is_a?(Hash)
           return nil unless %i[load_path stable_roots later].all? { |k| record[k].is_a?(Array) && record[k].all?(String) }
+          return nil unless record[:before].nil? || (record[:before].is_a?(Array) && record[:before].all?(String))
 
           lock = record[:lock]
           return nil unless lock.nil? || (lock.is_a?(Array) && lock.size == 2 && lock.all?(String))
