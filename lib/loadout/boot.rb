@@ -72,8 +72,8 @@ module Loadout
 
         require "loadout/#{file}"
         Loadout.const_defined?(name, false) ? Loadout.const_get(name) : nil
-      rescue LoadError, StandardError => e
-        warn "loadout: #{name} failed to load (#{e.class}: #{e.message}); running without it"
+      rescue ScriptError, StandardError => e # ScriptError: a file this Ruby cannot load or parse
+        warn "loadout: #{name} failed to load (#{e.class}: #{e.message.lines.first&.chomp}); running without it"
         nil
       end
 
@@ -198,7 +198,7 @@ module Loadout
         yield
       rescue ConfigError
         raise
-      rescue StandardError => e
+      rescue ScriptError, StandardError => e
         warn "loadout: could not #{what} (#{e.class}: #{e.message}); continuing without it"
         nil
       end

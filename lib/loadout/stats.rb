@@ -116,12 +116,14 @@ module Loadout
       def component_stats #: () -> Hash[Symbol, Hash]
         out = {}
         { load_path: :LoadPath, compile_cache: :CompileCache }.each do |key, name|
-          next unless Loadout.const_defined?(name, false)
+          # Loaded components only: naming one still behind its autoload would load it now
+          # (and one that failed to load at setup would fail, and warn, again).
+          next unless Loadout.const_defined?(name, false) && Loadout.autoload?(name).nil?
 
           mod = Loadout.const_get(name)
           stats = mod.respond_to?(:stats) ? mod.stats : nil
           out[key] = stats if stats.is_a?(Hash) && !stats.empty?
-        rescue StandardError
+        rescue ScriptError, StandardError
           next
         end
         out

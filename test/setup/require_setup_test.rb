@@ -76,6 +76,23 @@ class RequireSetupTest < Minitest::Test
     end
   end
 
+  test "a component file this Ruby cannot parse costs one warning, and the app boots without it" do
+    with_app do |app|
+      with_files([["loadout/compile_cache.rb", "module Loadout\n  def broken(\nend\n"]]) do |shadow|
+        script = "$LOAD_PATH.unshift(#{shadow.dump}); " \
+                 'require "loadout/setup"; require "yaml"; p YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml")).keys; ' \
+                 "p Loadout::Boot.installed.map(&:name)"
+        env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
+        result = spawn_ruby("-e", script, env: env, chdir: app)
+        assert result.success?, result.stderr
+        assert_equal ['["en"]', '["Loadout::LoadPath"]'], result.stdout.lines.map(&:chomp)
+        lines = loadout_lines(result.stderr)
+        assert_equal 1, lines.size, result.stderr
+        assert_match(/CompileCache failed to load \(SyntaxError: .*\); running without it/, lines.first)
+      end
+    end
+  end
+
   test "a bad variable stops the boot with a message naming it" do
     with_app do |app|
       result = spawn_ruby("-e", SHOW, env: { "LOADOUT_READONLY" => "maybe" }, chdir: app)
