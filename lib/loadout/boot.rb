@@ -139,14 +139,21 @@ module Loadout
         raise unless File.directory?(dir)
       end
 
+      # The compile cache goes first, so the load path index's own files (and anything else of
+      # loadout's required after it) come from the cache instead of being compiled on every
+      # boot: 1% fewer instructions on a warm 470-file boot (callgrind, fresh caches).
       def install_components(config)
-        if config.load_path_cache && (mod = component(:LoadPath))
-          install(mod) do
-            mod.install!(store: @store, development_mode: config.development_mode,
-                         ignore_directories: config.ignore_directories, trust: config.trust)
-          end
+        install_compile_cache(config) if config.compile_cache?
+        return unless config.load_path_cache && (mod = component(:LoadPath))
+
+        install(mod) do
+          mod.install!(store: @store, development_mode: config.development_mode,
+                       ignore_directories: config.ignore_directories, trust: config.trust)
         end
-        return unless config.compile_cache? && (mod = component(:CompileCache))
+      end
+
+      def install_compile_cache(config)
+        mod = component(:CompileCache) or return
 
         kinds = config.compile_cache.to_h do |kind|
           [kind, !mod.respond_to?(:supported?) || mod.supported?(kind) ? true : false]

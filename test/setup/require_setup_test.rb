@@ -48,9 +48,12 @@ class RequireSetupTest < Minitest::Test
     end
   end
 
-  test "a warm boot's exit loads no stats or value-storing code, and records under Stats' key" do
+  test "a warm boot serves loadout's own later files from the cache and loads no stats or value-storing code" do
     with_app do |app|
       script = 'at_exit { puts $LOADED_FEATURES.grep(%r{loadout/(stats|compile_cache/fidelity)\\.rb}).size }; ' \
+               'require "loadout"; own = []; ' \
+               'Loadout.instrumentation = ->(e, path, **) { own << path if e == :hit && path.include?("/loadout/load_path") }; ' \
+               'at_exit { puts "own hits: #{own.size}" }; ' \
                'require "loadout/setup"; require "yaml"; YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml"))'
       env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
       sleep 2.1 # past the racy window of the files just copied, or the next boot revalidates (and writes)
@@ -66,6 +69,8 @@ class RequireSetupTest < Minitest::Test
       warm = spawn_ruby("-e", script, env: env, chdir: app)
       assert warm.success?, warm.stderr
       assert_equal "0", warm.stdout.lines.last.chomp
+      # The compile cache is installed before the load path index, whose files it then serves.
+      assert_operator warm.stdout[/own hits: (\d+)/, 1].to_i, :>=, 5, warm.stdout
     end
   end
 
