@@ -42,6 +42,7 @@ module Loadout
           ::Rake::Application => [TaskManagerPatch],
         }
         patches.each { |klass, mods| mods.each { |mod| klass.prepend(mod) } }
+        FileTaskPatch::OutOfDate.timestamp_owners = [file_task]
         ::Rake::Backtrace.singleton_class.prepend(BacktracePatch)
         Support.watch(patches.keys + [::Rake::TaskManager], patches.values.flatten)
         @installed = true

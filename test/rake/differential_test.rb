@@ -48,6 +48,25 @@ class RakeDifferentialTest < Minitest::Test
     scenario("a leaf prerequisite's action runs", breaker: "leaf_skips_execute") do |d|
       P.write(d, "tables.in", "tables v2\n", P::BASE_TIME)
     end,
+    # bin/app (a prerequisite of :default) and obj/b.o (of bin/app) are invoked through the fast
+    # path for tasks with prerequisites.
+    scenario("a fast-invoked task's action runs", breaker: "fast_skips_execute") do |d|
+      P.touch(d, "src/b.c", P::BASE_TIME + 11.5)
+    end,
+    # args_mid is invoked through the fast path, args_leaf through the leaf one under it.
+    scenario("task arguments scoped per task", args: ["args_top[1,2,3,4]"], breaker: "fast_args_unscoped"),
+    scenario("an action turns on --trace mid-run", env: { "TRACE_ON" => "1" }, breaker: "trace_read_once") do |d|
+      P.touch(d, "src/b.c", P::BASE_TIME + 11.5)
+    end,
+    # gen/config.h's action rewrites gen/side.h, a prerequisite of out/config.txt and
+    # out/side_only.txt, whose timestamps out_of_date? reads from the stat memo.
+    scenario("a file task creates files other tasks read (memo timestamps)", breaker: "stale_timestamps") do |d|
+      P.touch(d, "config.in", LATER)
+    end,
+    # rules/r.ro exists; its rule must still be found before a plain FileTask is synthesized.
+    scenario("a rule's source touched", env: { "WITH_RULE" => "1" }, breaker: "synth_before_rules") do |d|
+      P.touch(d, "rules/r.rc", P::BASE_TIME + 7)
+    end,
     # obj/p1.o (22) is rebuilt in parallel with p2, p3; bin/par (25) only sees p1's new mtime.
     scenario("multitask with shared prerequisites", args: ["all"], sorted: true, breaker: "never_invalidate") do |d|
       P.touch(d, "include/common.h", P::BASE_TIME + 22.5)

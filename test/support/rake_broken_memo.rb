@@ -11,6 +11,11 @@
 #   second_resolution   mtimes are truncated to whole seconds
 #   direct_first_only   out_of_date?'s direct walk sees only the first prerequisite
 #   leaf_skips_execute  invoking a not-yet-invoked leaf prerequisite never runs its action
+#   fast_skips_execute  a task with prerequisites invoked through the fast path never runs its action
+#   fast_args_unscoped  the fast path hands a task its parent's arguments (no new_scope)
+#   trace_read_once     invoking prerequisites never notices an action turning on --trace
+#   stale_timestamps    out_of_date? reads each path's first timestamp of the run from the memo
+#   synth_before_rules  a name missing from the task table is synthesized without trying rules
 #   define_first_dep    the `file name => deps` fast path keeps only the first dependency
 require "loadout/rake"
 
@@ -31,14 +36,57 @@ module Loadout
       # Shortcuts other than the memo, broken the same way: each one's own mode.
       module DirectFirstOnly
         def __loadout_direct_prerequisites
-          tasks = super
-          tasks && tasks.first(1)
+          memo = super or return nil
+          memo = memo.dup
+          memo[3] = memo[3].first(1)
+          memo
         end
       end
 
       module LeafSkipsExecute
         def execute(*)
-          super unless caller_locations(1, 1).first.label.include?("__loadout_invoke_leaf")
+          super unless prerequisites.empty? == (MODE == "leaf_skips_execute") &&
+                       caller_locations(1, 1).first.label.include?("__loadout_invoke_fast")
+        end
+      end
+
+      module FastArgsUnscoped
+        def __loadout_arguments
+          @__loadout_parent_args
+        end
+      end
+
+      # __loadout_invoke_each without re-reading options.trace after an action ran.
+      module TraceReadOnce
+        def __loadout_invoke_each(tasks, task_args, invocation_chain, parent)
+          tasks.each do |p|
+            next if p.__loadout_finished?
+            next if p.__loadout_invoke_fast(task_args, invocation_chain, parent)
+
+            args = parent ? __loadout_arguments : task_args
+            p.invoke_with_call_chain(args.new_scope(p.arg_names), invocation_chain)
+          end
+        end
+      end
+
+      module StaleTimestamps
+        def memo_timestamps
+          current = super or return nil
+          @first_seen ||= {}
+          current.each { |path, value| @first_seen[path] = value unless @first_seen.key?(path) }
+          @first_seen
+        end
+      end
+
+      module SynthBeforeRules
+        def [](*)
+          rules = @rules
+          @rules = []
+          begin
+            super
+          ensure
+            @rules = rules
+          end
         end
       end
 
@@ -59,8 +107,16 @@ module Loadout
         ::Rake::Application.prepend(DefineFirstDep)
       when "direct_first_only"
         ::Rake::Task.prepend(DirectFirstOnly)
-      when "leaf_skips_execute"
+      when "leaf_skips_execute", "fast_skips_execute"
         ::Rake::Task.prepend(LeafSkipsExecute)
+      when "fast_args_unscoped"
+        ::Rake::Task.prepend(FastArgsUnscoped)
+      when "trace_read_once"
+        ::Rake::Task.prepend(TraceReadOnce)
+      when "stale_timestamps"
+        Loadout::Rake.const_get(:FileTaskPatch)::OutOfDate.singleton_class.prepend(StaleTimestamps)
+      when "synth_before_rules"
+        ::Rake::Application.prepend(SynthBeforeRules)
       when "never_invalidate", "own_path_only"
         RUN.singleton_class.send(:define_method, :changed!) {}
         ::Rake::Task.prepend(OwnPathOnly) if MODE == "own_path_only"
@@ -68,11 +124,15 @@ module Loadout
         original = RUN.method(:mtime)
         RUN.singleton_class.send(:define_method, :mtime) do |path|
           value = original.call(path)
-          if MODE == "enoent_as_fresh"
-            value.equal?(:enoent) ? Time.now : value
-          else
-            value.is_a?(Time) ? Time.at(value.to_i) : value
-          end
+          broken = if MODE == "enoent_as_fresh"
+                     value.equal?(:enoent) ? Time.now : value
+                   else
+                     value.is_a?(Time) ? Time.at(value.to_i) : value
+                   end
+          # Readers of the memo itself (out_of_date?'s direct timestamps) see the bug too.
+          stats = RUN.stats
+          stats[path] = broken if stats&.key?(path)
+          broken
         end
       when "basename_key"
         RUN.singleton_class.send(:define_method, :mtime) do |path|

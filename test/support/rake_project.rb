@@ -129,9 +129,36 @@ module Loadout
           build(t)
         end
 
+        # An action that turns on --trace mid-run (stock then traces every later invocation).
+        # (Before :codegen, which runs anyway: a run of it starts a new stat memo epoch.)
+        task :trace_on do
+          Rake.application.options.trace = true if ENV["TRACE_ON"] == "1"
+        end
+
+        # A rule for an existing file: rules come before synthesizing a plain FileTask for it.
+        if ENV["WITH_RULE"] == "1"
+          rule ".ro" => ".rc" do |t|
+            build(t)
+          end
+        end
+        file "out/ruled.txt" => ["rules/r.ro", "out"] do |t|
+          build(t)
+        end
+
+        # Task arguments, each task's scoped to its own names (args_leaf is a leaf).
+        task :args_leaf, [:b] do |t, args|
+          File.write("out/args_leaf.txt", "#{args.to_hash.inspect} #{args.extras.inspect}\n")
+          $stdout.write("EXEC args_leaf #{args.to_hash.inspect}\n")
+        end
+        task :args_mid, [:a, :b] => [:args_leaf] do |t, args|
+          File.write("out/args_mid.txt", "#{args.to_hash.inspect} #{args.extras.inspect}\n")
+          $stdout.write("EXEC args_mid #{args.to_hash.inspect}\n")
+        end
+        task :args_top, [:a, :b, :c] => [:args_mid]
+
         task default: ["bin/app", "bin/tool", "out/early.txt", "out/config.txt", "out/side_only.txt",
-                       "out/tables_early.txt", :codegen, "out/tables.txt", "out/assets.stamp",
-                       "out/dir_user.txt"]
+                       "out/tables_early.txt", :trace_on, :codegen, "out/tables.txt", "out/assets.stamp",
+                       "out/dir_user.txt", "out/ruled.txt"]
         task all: [:default, :parallel, "bin/par"]
         task :baseline
 
@@ -146,7 +173,7 @@ module Loadout
         "src/util.c" => "util src\n", "vendor/util.c" => "util vendor\n",
         "src/p1.c" => "p1\n", "src/p2.c" => "p2\n", "src/p3.c" => "p3\n",
         "config.in" => "config v1\n", "tables.in" => "tables v1\n",
-        "assets/logo.txt" => "logo\n", "prebuilt/util.o" => "prebuilt\n",
+        "assets/logo.txt" => "logo\n", "prebuilt/util.o" => "prebuilt\n", "rules/r.rc" => "r\n",
       }.freeze
 
       # Outputs and their mtimes (seconds after BASE_TIME): the tree starts fully up to date.
@@ -156,7 +183,7 @@ module Loadout
         "bin/app" => 15, "bin/tool" => 12, "out/early.txt" => 16, "out/config.txt" => 17,
         "out/side_only.txt" => 17, "out/tables_early.txt" => 18, "out/tables.txt" => 19,
         "out/assets.stamp" => 20, "out/dir_user.txt" => 21, "obj/p1.o" => 22, "obj/p2.o" => 23,
-        "obj/p3.o" => 24, "bin/par" => 25,
+        "obj/p3.o" => 24, "bin/par" => 25, "rules/r.ro" => 6, "out/ruled.txt" => 21,
       }.freeze
 
       module_function
@@ -170,7 +197,7 @@ module Loadout
         write(dir, "gen/side.h", "side of config v1\n", BASE_TIME + 5)
         OUTPUTS.each { |path, offset| write(dir, path, "built #{path}\n", BASE_TIME + offset) }
         # Directories get their mtimes last (adding entries above changed them).
-        %w[assets obj out bin gen include src vendor prebuilt].each do |d|
+        %w[assets obj out bin gen include src vendor prebuilt rules].each do |d|
           File.utime(BASE_TIME, BASE_TIME, File.join(dir, d))
         end
       end

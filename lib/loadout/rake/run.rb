@@ -99,7 +99,13 @@ module Loadout
           rescue SystemCallError
             :error
           end
-          @lock.synchronize { stats[path] = value if @epoch == epoch }
+          # (lock/unlock rather than synchronize: this runs for every path, and a block costs more)
+          @lock.lock
+          begin
+            stats[path] = value if @epoch == epoch
+          ensure
+            @lock.unlock
+          end
           value
         end
 
@@ -120,20 +126,22 @@ module Loadout
 
         # Stores one TaskManager#[] result unless the table changed while it was computed.
         def remember(cache, scope, name, task, table_gen, epoch) #: (Hash, untyped, String, untyped, Integer, Integer) -> void
-          @lock.synchronize do
-            next unless @table_gen == table_gen && @epoch == epoch
-
-            (cache[scope] ||= {})[name] = task
+          @lock.lock
+          begin
+            (cache[scope] ||= {})[name] = task if @table_gen == table_gen && @epoch == epoch
+          ensure
+            @lock.unlock
           end
         end
 
         # Stores a top-level-scope result that stock lookup confirmed, unless a table was cleared
         # (or the epoch ended) since the call started.
         def remember_top_level(cache, scope, name, task, clear_gen, epoch) #: (Hash, untyped, String, untyped, Integer, Integer) -> void
-          @lock.synchronize do
-            next unless @clear_gen == clear_gen && @epoch == epoch
-
-            (cache[scope] ||= {})[name] = task
+          @lock.lock
+          begin
+            (cache[scope] ||= {})[name] = task if @clear_gen == clear_gen && @epoch == epoch
+          ensure
+            @lock.unlock
           end
         end
 

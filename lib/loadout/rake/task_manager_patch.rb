@@ -17,12 +17,12 @@ module Loadout
       @plain_lookup = {}.compare_by_identity
 
       # True when +klass+ keeps TaskManager's lookup and lookup_in_scope (so a top-level lookup
-      # of a plain name reads @tasks[name] and nothing else).
+      # of a plain name reads @tasks[name] and nothing else) and enhance_with_matching_rule.
       def self.plain_lookup?(klass) #: (Class) -> bool
         plain = @plain_lookup[klass]
         return plain unless plain.nil?
 
-        @plain_lookup[klass] = %i[lookup lookup_in_scope].all? do |m|
+        @plain_lookup[klass] = %i[lookup lookup_in_scope enhance_with_matching_rule].all? do |m|
           klass.instance_method(m).owner.equal?(::Rake::TaskManager)
         end
       end
@@ -71,17 +71,35 @@ module Loadout
         pair = args[0]
         return super unless pair.instance_of?(Hash) && pair.size == 1 && TaskManagerPatch.plain_define?(self.class)
 
-        task_name, deps = pair.first
+        # (Not pair.first: Enumerable#first stops the iteration with a break, which costs more
+        # than the rest of this method.)
+        task_name = deps = nil
+        pair.each_pair do |k, v|
+          task_name = k
+          deps = v
+        end
         return super unless task_name.instance_of?(String)
 
         if deps.instance_of?(String)
           deps = [deps]
-        elsif deps.instance_of?(Array) && deps.all? { |d| d.instance_of?(String) }
-          deps = deps.dup # format_deps hands enhance a new array of the same strings
-        else
+        elsif !(deps.instance_of?(Array) && deps.all? { |d| d.instance_of?(String) })
           return super
         end
+        # (format_deps would hand enhance a copy; rake's enhance only reads it, `|=` copies.)
         intern(::Rake::FileTask, task_name).enhance(deps, &block)
+      end
+
+      # Whether stock TaskManager#[] (read from rake's source, as installed) is lookup, then
+      # rules, then synthesize_file_task, then fail, as #[] reproduces for top-level names.
+      STOCK_LOOKUP = begin
+        file, line = ::Rake::TaskManager.instance_method(:[]).source_location
+        body = file && line ? File.foreach(file).drop(line - 1).take_while { |l| !l.start_with?("    end") }.join : ""
+        body.gsub(/\s+/, " ").include?(
+          "task_name = task_name.to_s self.lookup(task_name, scopes) or enhance_with_matching_rule(task_name) or " \
+          "synthesize_file_task(task_name) or fail generate_message_for_undefined_task(task_name)"
+        )
+      rescue SystemCallError
+        false
       end
 
       def [](task_name, scopes = nil)
@@ -111,7 +129,10 @@ module Loadout
           end
         end
 
-        task = super
+        # Stock: lookup (nil here, as just seen), then enhance_with_matching_rule (nil without
+        # rules), then synthesize_file_task, else fail. Without rules, synthesize_file_task is
+        # called directly; when it returns nil, stock code runs (and raises from rake's frame).
+        task = (top_level && STOCK_LOOKUP && @rules.empty? && synthesize_file_task(name)) || super
         if Run.table_gen == table_gen
           Run.remember(cache, scope, name, task, table_gen, epoch)
         elsif top_level && @tasks[name].equal?(task)
@@ -135,8 +156,11 @@ module Loadout
           return define_task(::Rake::FileTask, task_name)
         end
 
+        # enhance([]) on a task intern just created only replaces its empty prerequisite list
+        # with a copy; on an existing one it drops duplicate prerequisites, so it runs then.
+        existed = @tasks.key?(task_name)
         task = intern(::Rake::FileTask, task_name)
-        task.enhance([])
+        task.enhance([]) if existed
         task
       end
 

@@ -14,7 +14,8 @@ module Loadout
     #   (stock prints "** Invoke" lines), no failed previous invocation (stock re-raises it), the
     #   task is "plain" (below) and it is not currently being re-invoked. A leaf prerequisite not
     #   yet invoked is invoked without building the InvocationChain and TaskArguments stock builds
-    #   first (see __loadout_invoke_leaf): most of a no-op run's allocations.
+    #   first, and any other plain task not invoked yet without the TaskArguments (see
+    #   __loadout_invoke_fast): most of a no-op run's allocations.
     # - prerequisite_tasks: reads names already in the run's lookup cache directly, and remembers
     #   the resolved list until the epoch ends, a task table changes or the names change (stock
     #   resolves it again for invoke_prerequisites and for every all_prerequisite_tasks walk).
@@ -67,48 +68,124 @@ module Loadout
         return super if options.always_multitask || options.trace
 
         tasks = __loadout_plain? ? __loadout_prerequisite_tasks : prerequisite_tasks
-        tasks.each do |p|
-          next if p.__loadout_finished?
-          next if p.__loadout_invoke_leaf(task_args, invocation_chain)
-
-          p.invoke_with_call_chain(task_args.new_scope(p.arg_names), invocation_chain)
-        end
+        __loadout_invoke_each(tasks, task_args, invocation_chain, nil)
       end
 
-      # Stock invoke_with_call_chain(parent_args.new_scope(arg_names), invocation_chain) for a
-      # leaf (plain, no prerequisites) that was not invoked yet, without the two objects stock
-      # builds first: the InvocationChain (only used to detect a cycle, to invoke prerequisites,
-      # none here, and to label an exception, where it is built then) and the TaskArguments (only
-      # passed to execute, so built when needed? says it runs; new_scope reads the parent's
-      # arguments, which nothing can change in between). Returns false, having done nothing, when
-      # stock must run: the task was invoked already (stock returns or re-raises its failure) or
-      # is in the chain (stock raises "Circular dependency"), or TaskArguments is not rake's own.
-      # The caller has ruled out --trace and always_multitask.
-      def __loadout_invoke_leaf(parent_args, invocation_chain)
-        return false unless RECORDS_FAILURE
-        return false if @already_invoked || !__loadout_leaf? || !TaskPatch.stock_arguments?
-        return false if invocation_chain.member?(self)
+      # Stock invoke_prerequisites' sequential loop over +tasks+, each invoked with
+      # task_args.new_scope(p.arg_names) and +invocation_chain+, through the shortcuts below.
+      # +parent+: nil, or this task itself when invoked through __loadout_invoke_fast, and then
+      # task_args is nil and this task's own arguments are made only when needed
+      # (__loadout_arguments). The caller has ruled out --trace and always_multitask.
+      def __loadout_invoke_each(tasks, task_args, invocation_chain, parent)
+        epoch = Run.epoch
+        stock = false
+        i = 0
+        while i < tasks.size
+          p = tasks[i]
+          i += 1
+          # A task ran since options were read: its action may have turned on --trace, which
+          # stock reads again in every prerequisite's invoke_with_call_chain.
+          unless epoch == Run.epoch
+            epoch = Run.epoch
+            stock = application.options.trace
+          end
+          unless stock
+            next if p.__loadout_finished?
+            next if p.__loadout_invoke_fast(task_args, invocation_chain, parent)
+          end
 
+          args = parent ? __loadout_arguments : task_args
+          p.invoke_with_call_chain(args.new_scope(p.arg_names), invocation_chain)
+        end
+      end
+      private :__loadout_invoke_each
+
+      # Stock invoke_with_call_chain(parent_args.new_scope(arg_names), invocation_chain) for a
+      # plain task not invoked yet, without building that TaskArguments first: it is only passed
+      # to execute and to new_scope for prerequisites, so it is built when one of them needs it,
+      # once (new_scope reads the parent's arguments and this task's arg names, which none of
+      # this can change; TaskArguments must be rake's own). With +parent+ given (a task invoked
+      # through this method), parent_args is ignored and the parent's arguments are asked of it
+      # (__loadout_arguments), made then.
+      #
+      # A leaf (no prerequisites) also skips the InvocationChain stock builds first: it is only
+      # used to detect a cycle (member? is asked instead), to invoke prerequisites (none) and to
+      # label an exception (built then). Other tasks invoke their prerequisites like
+      # invoke_prerequisites does, after reading always_multitask and trace as stock would.
+      #
+      # Returns false, having done nothing, when stock must run: the task was invoked already
+      # (stock returns or re-raises its failure), is not plain, or TaskArguments is not rake's
+      # own. A cycle raises stock's error from InvocationChain.append, or makes a leaf return
+      # false. The caller has ruled out --trace.
+      def __loadout_invoke_fast(parent_args, invocation_chain, parent)
+        return false if @already_invoked || !RECORDS_FAILURE || !TaskPatch.stock_arguments?
+
+        plain = @__loadout_plain
+        plain = __loadout_plain? if plain.nil?
+        return false unless plain
+
+        if __loadout_leaf?
+          return false if invocation_chain.member?(self)
+
+          @lock.synchronize do
+            return false if @already_invoked
+
+            @already_invoked = true
+            @__loadout_finished = false
+            begin
+              if needed?
+                args = parent ? parent.__loadout_arguments : parent_args
+                execute(args.new_scope(arg_names))
+              end
+            rescue Exception => e # rubocop:disable Lint/RescueException -- as stock: recorded, re-raised
+              add_chain_to(e, ::Rake::InvocationChain.append(self, invocation_chain))
+              @invocation_exception = e
+              raise e
+            end
+            @__loadout_finished = true
+          end
+          return true
+        end
+
+        options = application.options
+        return false if options.always_multitask || options.trace
+
+        parent_args = parent.__loadout_arguments if parent
+        # Stock's first step: raises "Circular dependency detected" when this task is in the chain.
+        new_chain = ::Rake::InvocationChain.append(self, invocation_chain)
         @lock.synchronize do
           return false if @already_invoked
 
           @already_invoked = true
           @__loadout_finished = false
+          @__loadout_parent_args = parent_args
+          @__loadout_arg_names = @arg_names
+          @__loadout_args = nil
           begin
-            execute(parent_args.new_scope(arg_names)) if needed?
+            __loadout_invoke_each(__loadout_prerequisite_tasks, nil, new_chain, self)
+            execute(__loadout_arguments) if needed?
           rescue Exception => e # rubocop:disable Lint/RescueException -- as stock: recorded, re-raised
-            add_chain_to(e, ::Rake::InvocationChain.append(self, invocation_chain))
+            add_chain_to(e, new_chain)
             @invocation_exception = e
             raise e
+          ensure
+            @__loadout_parent_args = @__loadout_args = @__loadout_arg_names = nil
           end
           @__loadout_finished = true
         end
         true
       end
-      protected :__loadout_invoke_leaf
+      protected :__loadout_invoke_fast
+
+      # This task's arguments while it is invoked through __loadout_invoke_fast: what stock
+      # builds first, parent_args.new_scope(arg_names) (arg_names as they were then), made once.
+      def __loadout_arguments
+        @__loadout_args ||= @__loadout_parent_args.new_scope(@__loadout_arg_names || [])
+      end
+      protected :__loadout_arguments
 
       # Whether stock invoke_with_call_chain (read from rake's source, as installed) remembers a
-      # failure in @invocation_exception, as __loadout_invoke_leaf does (rake 13; 12.3 does not, and
+      # failure in @invocation_exception, as __loadout_invoke_fast does (rake 13; 12.3 does not, and
       # then the shortcut is off).
       RECORDS_FAILURE = begin
         file, line = ::Rake::Task.instance_method(:invoke_with_call_chain).source_location
@@ -217,7 +294,7 @@ module Loadout
 
       # Plain, finished successfully, and not reenabled since: invoking it again is a no-op.
       def __loadout_finished?
-        @__loadout_finished && @already_invoked && __loadout_plain?
+        @__loadout_finished && @already_invoked && (@__loadout_plain || __loadout_plain?)
       end
 
       # Plain and without prerequisites of any kind: no lookups, nothing to collect.
@@ -253,38 +330,55 @@ module Loadout
           checked.each { |i| return if tasks[i].equal?(self) || !by_name[names[i].to_s].equal?(tasks[i]) }
         end
         direct = true
+        files = true   # every element an instance of Rake::FileTask (a class never changes)
+        strings = true # every name a String (so names[i].to_s is names[i])
         # By task, not name: hashing a task is cheap, and with task.name == name, distinct tasks
         # mean distinct names.
         seen = {}.compare_by_identity
         i = 0
         while i < names.size
           task = tasks[i]
-          name = names[i].to_s
+          n = names[i]
+          name = n.to_s
           return if !checked && (task.equal?(self) || !by_name[name].equal?(task))
 
           # Direct: the element is what the cache holds for its own name, and no two share one.
-          # (Plain first: a plain task's name is rake's attr, so asking it runs no other code.)
-          direct &&= task.__loadout_plain? && task.name == name && !seen[task]
+          direct &&= task.__loadout_named?(name) && !seen[task]
           seen[task] = true
+          files &&= task.instance_of?(::Rake::FileTask)
+          strings &&= name.equal?(n)
           i += 1
         end
-        @__loadout_prereqs = [epoch, table_gen, names.dup.freeze, tasks.freeze, direct]
+        names = names[0, names.size].freeze # a copy (slicing shares the buffer until either changes)
+        # [5]: the elements' names, when the list is direct and made of Rake::FileTasks only.
+        @__loadout_prereqs = [epoch, table_gen, names, tasks.freeze, direct, direct && files && strings ? names : nil]
       end
       private :__loadout_memo_prerequisites
 
-      # The remembered prerequisite list when it is exactly what all_prerequisite_tasks returns
-      # and what out_of_date? re-resolves each element to: still valid (same epoch, table and
-      # names), "direct" (see __loadout_memo_prerequisites) and made only of leaves (nothing to
-      # collect below them, checked now since a prerequisite may have been enhanced since).
-      # nil otherwise. Frozen; do not mutate.
+      # Plain and named +name+ (a plain task's name is rake's attr, @name.to_s: no other code).
+      def __loadout_named?(name)
+        (@__loadout_plain || __loadout_plain?) && @name.to_s == name
+      end
+      protected :__loadout_named?
+
+      # The remembered prerequisite memo (see __loadout_memo_prerequisites) when its list, [3],
+      # is exactly what all_prerequisite_tasks returns and what out_of_date? re-resolves each
+      # element to: still valid (same epoch, table and names), "direct" and made only of leaves
+      # (nothing to collect below them, checked now since a prerequisite may have been enhanced
+      # since). nil otherwise. Frozen; do not mutate.
       def __loadout_direct_prerequisites
         memo = @__loadout_prereqs or return nil
         return nil unless memo[4] && memo[0] == Run.epoch && memo[1] == Run.table_gen &&
                           memo[2] == __loadout_prerequisite_names
 
         tasks = memo[3]
-        tasks.each { |task| return nil unless task.__loadout_leaf? }
-        tasks
+        i = 0
+        while i < tasks.size
+          return nil unless tasks[i].__loadout_leaf?
+
+          i += 1
+        end
+        memo
       end
       protected :__loadout_direct_prerequisites
 
