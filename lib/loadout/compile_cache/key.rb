@@ -76,8 +76,10 @@ module Loadout
       # The key of the small stat record that belongs to the entry at +key+.
       # Literals stand for STAT_PREFIX and PREFIX's length: called once per revalidated file,
       # where each constant would be looked up again (see #for).
+      # Tagged binary here, once: the store copies a key that is not (a get and a put per
+      # revalidated file). By name, not Encoding::BINARY, for the same constant-cache reason.
       def self.stat_key(key) #: (String) -> String
-        "cc/s/#{key.byteslice(3, key.bytesize - 3)}"
+        "cc/s/#{key.byteslice(3, key.bytesize - 3)}".force_encoding("ASCII-8BIT")
       end
 
       private
