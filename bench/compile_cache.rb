@@ -179,9 +179,18 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
   split = cost_split(apps[:loadout_warm], caches[:loadout_warm])
   puts "loadout warm cost split over #{FILES} ISeqs (ms, measured in one process): " +
        split.map { |k, v| "#{k}=#{format("%.1f", v)}" }.join(", ")
+  # Scenarios of one round ran seconds apart: the median of per-round ratios is less exposed to a
+  # machine whose speed drifts between rounds than the ratio of medians.
+  paired = lambda do |a, b|
+    next Float::NAN unless samples.key?(a) && samples.key?(b)
+
+    Bench.median(samples[a].zip(samples[b]).map { |x, y| x / y })
+  end
   puts "targets: warm <= 0.8x bootsnap warm (#{format("%.2f", med[:loadout_warm] / (med[:bootsnap_warm] || Float::NAN))}x), " \
        "ci <= 1.2x loadout warm (#{format("%.2f", med[:loadout_ci] / med[:loadout_warm])}x), " \
        "cold <= 1.0x plain (#{format("%.2f", med[:loadout_cold] / med[:plain])}x)"
+  puts "same targets, median of per-round ratios: warm #{format("%.2f", paired.(:loadout_warm, :bootsnap_warm))}x, " \
+       "ci #{format("%.2f", paired.(:loadout_ci, :loadout_warm))}x, cold #{format("%.2f", paired.(:loadout_cold, :plain))}x"
   fmt = ->(k) { med[k] ? format("%.3f", med[k]) : "NA" }
   puts "bench compile_cache: plain_s=#{fmt.(:plain)} bootsnap_warm_s=#{fmt.(:bootsnap_warm)} bootsnap_ci_s=#{fmt.(:bootsnap_ci)} " \
        "loadout_cold_s=#{fmt.(:loadout_cold)} loadout_warm_s=#{fmt.(:loadout_warm)} loadout_ci_s=#{fmt.(:loadout_ci)}"
