@@ -80,16 +80,7 @@ module Loadout
           # The common warm hit in one native call (see Entry.fresh_payload); entries stored
           # before values recorded their path, and every other case, take the full path below.
           if !trusted && (payload = Entry.fresh_payload(blob.freeze, abspath, ctx.validator.racy_ns, false))
-            flags = blob.getbyte(5) # Entry layout: magic (4 bytes), version, flags
-            return [:stale, nil] if (flags & Entry::FALLBACK) != 0 && call.fallback.equal?(NO_FALLBACK)
-
-            value = if (flags & Entry::FALLBACK) != 0
-                      call.fallback
-                    else
-                      timed(ctx, call.kind, :load_ns) { Serializer.load(flags & Entry::CODEC, payload, call.freeze) }
-                    end
-            ctx.counters.event(call.kind, :hit, abspath)
-            return [:served, value]
+            return value_of(ctx, call, abspath, :hit, blob.getbyte(5), payload) # flags: after magic and version
           end
 
           entry = Entry.load(blob) or return [:corrupt, nil]
@@ -100,17 +91,24 @@ module Loadout
           end
           return [:stale, nil] if entry.negative?
 
-          value = if (entry.flags & Entry::FALLBACK) != 0
-                    return [:stale, nil] if call.fallback.equal?(NO_FALLBACK)
-
-                    call.fallback
-                  else
-                    timed(ctx, call.kind, :load_ns) { Serializer.load(entry.codec, entry.payload, call.freeze) }
-                  end
-          ctx.counters.event(call.kind, state == :revalidated ? :revalidated : :hit, abspath)
-          [:served, value]
+          value_of(ctx, call, abspath, state == :revalidated ? :revalidated : :hit, entry.flags, entry.payload)
         rescue StandardError
           [:corrupt, nil]
+        end
+
+        # The value a valid, non-negative entry stands for, reported as +event+: the caller's own
+        # fallback object for an empty document (stale when this call passed none), else the
+        # decoded payload.
+        def value_of(ctx, call, abspath, event, flags, payload)
+          if (flags & Entry::FALLBACK) != 0
+            return [:stale, nil] if call.fallback.equal?(NO_FALLBACK)
+
+            value = call.fallback
+          else
+            value = timed(ctx, call.kind, :load_ns) { Serializer.load(flags & Entry::CODEC, payload, call.freeze) }
+          end
+          ctx.counters.event(call.kind, event, abspath)
+          [:served, value]
         end
 
         # The file is stat'ed and digested before the parser reads it, so an edit racing the

@@ -58,11 +58,6 @@ module Loadout
         at_exit { run }
       end
 
-      # How many files are queued.
-      def size #: () -> Integer
-        @groups.sum { |_, (_, paths)| paths.size }
-      end
-
       # Compiles every queued job (in a worker process in :background mode).
       def run #: () -> void
         return if @groups.empty?
