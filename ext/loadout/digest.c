@@ -219,9 +219,27 @@ enum { CE_HEAD = 80, CE_VERSION = 4, CE_FLAGS = 5, CE_SIZE = 8, CE_MTIME = 16, C
        CE_INO = 40, CE_DEV = 48, CE_PAYLOAD_DIGEST = 64, CE_PAYLOAD_LEN = 72, CE_PATH_LEN = 76, CE_REALPATH_LEN = 78 };
 enum { CE_NEGATIVE = 4, CE_VERBOSE_WARNINGS = 32 };
 
+/* Stat record layout (Entry::STAT_LAYOUT): the same stat fields at the same offsets as an entry. */
+enum { CS_SIZE = 64, CS_DIGEST = 56 };
+
+/* Whether the stat fields at rec (an entry or a stat record) describe the file id now, verified
+ * at least racy_ns (>= 0) after that ctime. */
+static int
+stat_vouches(const unsigned char *rec, const lo_file_id *id, int64_t racy_ns)
+{
+    int64_t ctime = (int64_t)read64(rec + CE_CTIME), verified = (int64_t)read64(rec + CE_VERIFIED);
+    if (id->size != (int64_t)read64(rec + CE_SIZE) || id->mtime_ns != (int64_t)read64(rec + CE_MTIME) ||
+        id->ctime_ns != ctime)
+        return 0;
+    /* verified - ctime >= racy_ns, without overflowing (racy_ns >= 0, so verified < ctime fails) */
+    if (verified < ctime || (uint64_t)verified - (uint64_t)ctime < (uint64_t)racy_ns) return 0;
+    return id->ino == read64(rec + CE_INO) && id->dev == read64(rec + CE_DEV);
+}
+
 int
 lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen,
-                    int64_t racy_ns, int verbose, size_t *payload_off, size_t *payload_len)
+                    int64_t racy_ns, int verbose, const unsigned char *rec, size_t rec_len, size_t *payload_off,
+                    size_t *payload_len)
 {
     if (n < CE_HEAD || memcmp(e, "LOce", 4) != 0 || e[CE_VERSION] != version || racy_ns < 0) return 0;
     unsigned flags = e[CE_FLAGS];
@@ -236,12 +254,12 @@ lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const ch
 
     lo_file_id id;
     if (lo_file_identity(path, &id) != 0) return 0;
-    int64_t ctime = (int64_t)read64(e + CE_CTIME), verified = (int64_t)read64(e + CE_VERIFIED);
-    if (id.size != (int64_t)read64(e + CE_SIZE) || id.mtime_ns != (int64_t)read64(e + CE_MTIME) || id.ctime_ns != ctime)
-        return 0;
-    /* verified - ctime >= racy_ns, without overflowing (racy_ns >= 0, so verified < ctime fails) */
-    if (verified < ctime || (uint64_t)verified - (uint64_t)ctime < (uint64_t)racy_ns) return 0;
-    if (id.ino != read64(e + CE_INO) || id.dev != read64(e + CE_DEV)) return 0;
+    if (!stat_vouches(e, &id, racy_ns)) {
+        /* The stat record a revalidation appended (same content, new metadata: a git checkout, a
+         * restored CI cache) vouches instead, for the source digest the entry was compiled from. */
+        if (!rec || rec_len != CS_SIZE || memcmp(rec, "LOcs", 4) != 0 || rec[CE_VERSION] != version) return 0;
+        if (read64(rec + CS_DIGEST) != read64(e + CS_DIGEST) || !stat_vouches(rec, &id, racy_ns)) return 0;
+    }
 
     if (lo_xxh64(e + at, len, 0) != read64(e + CE_PAYLOAD_DIGEST)) return 0;
     *payload_off = at;

@@ -37,9 +37,12 @@ int lo_file_identity(const char *path, lo_file_id *out);
  * payload digest matches, that is neither negative nor (with +verbose+) flagged for -w
  * warnings, that was compiled at exactly +path+ (plen bytes, NUL-terminated), and whose
  * recorded stat (size, mtime, ctime, ino, dev) equals the file's now, verified at least
- * +racy_ns+ (>= 0) after that ctime. 0 means "not certain": the caller takes its full path.
+ * +racy_ns+ (>= 0) after that ctime -- or, failing that, whose stat record +rec+ (rec_len
+ * bytes, NULL when there is none) does, for the same source digest. 0 means "not certain": the
+ * caller takes its full path.
  */
 int lo_cc_fresh_payload(const unsigned char *entry, size_t n, unsigned version, const char *path, size_t plen,
-                        int64_t racy_ns, int verbose, size_t *payload_off, size_t *payload_len);
+                        int64_t racy_ns, int verbose, const unsigned char *rec, size_t rec_len, size_t *payload_off,
+                        size_t *payload_len);
 
 #endif

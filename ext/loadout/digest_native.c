@@ -54,33 +54,38 @@ native_xxh64_matches(VALUE self, VALUE str, VALUE offset, VALUE len, VALUE diges
 }
 
 /*
- * cc_fresh_payload(entry, path, version, racy_ns, verbose) -> the payload (a slice of the frozen
- * entry String) when lo_cc_fresh_payload says the entry is a fresh hit for path, else nil.
- * nil too for anything it does not handle (a path with a NUL byte, racy_ns not a Fixnum >= 0).
- * Twin: CompileCache::Entry.fresh_payload (Ruby).
+ * cc_fresh_payload(entry, path, version, racy_ns, verbose, stat_record) -> the payload (a slice of
+ * the frozen entry String) when lo_cc_fresh_payload says the entry (or its stat record, a String
+ * or nil) makes it a fresh hit for path, else nil. nil too for anything it does not handle (a
+ * path with a NUL byte, racy_ns not a Fixnum >= 0). Twin: CompileCache::Entry.fresh_payload.
  */
 static VALUE
-native_cc_fresh_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_ns, VALUE verbose)
+native_cc_fresh_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_ns, VALUE verbose,
+                        VALUE record)
 {
     if (!RB_TYPE_P(entry, T_STRING) || !RB_TYPE_P(path, T_STRING) || !FIXNUM_P(racy_ns) || FIX2LONG(racy_ns) < 0)
         return Qnil;
+    if (!NIL_P(record) && !RB_TYPE_P(record, T_STRING)) return Qnil;
     const char *p = RSTRING_PTR(path);
     long plen = RSTRING_LEN(path);
     if (memchr(p, 0, (size_t)plen)) return Qnil;
     p = StringValueCStr(path);
     size_t off, len;
     entry = rb_str_new_frozen(entry); /* the slice below shares its bytes */
+    const unsigned char *rec = NIL_P(record) ? NULL : (const unsigned char *)RSTRING_PTR(record);
+    size_t rec_len = NIL_P(record) ? 0 : (size_t)RSTRING_LEN(record);
     if (!lo_cc_fresh_payload((const unsigned char *)RSTRING_PTR(entry), (size_t)RSTRING_LEN(entry),
                              (unsigned)NUM2UINT(version), p, (size_t)plen, (int64_t)FIX2LONG(racy_ns), RTEST(verbose),
-                             &off, &len))
+                             rec, rec_len, &off, &len))
         return Qnil;
+    RB_GC_GUARD(record);
     return rb_str_subseq(entry, (long)off, (long)len);
 }
 
 void
 lo_digest_native_init(VALUE mNative)
 {
-    rb_define_module_function(mNative, "cc_fresh_payload", native_cc_fresh_payload, 5);
+    rb_define_module_function(mNative, "cc_fresh_payload", native_cc_fresh_payload, 6);
     rb_define_module_function(mNative, "xxh64", native_xxh64, 2);
     rb_define_module_function(mNative, "file_xxh64", native_file_xxh64, 2);
     rb_define_module_function(mNative, "file_identity", native_file_identity, 1);

@@ -26,17 +26,17 @@ class CompileCacheFreshPayloadTest < Minitest::Test
   end
 
   # Both implementations of fresh_payload on the same arguments.
-  def both(blob, path, racy = 0, verbose = false)
+  def both(blob, path, racy = 0, verbose = false, record = nil)
     ruby = Entry.instance_variable_get(:@native)
     Entry.instance_variable_set(:@native, nil)
-    twin = Entry.fresh_payload(blob, path, racy, verbose)
+    twin = Entry.fresh_payload(blob, path, racy, verbose, record)
     Entry.instance_variable_set(:@native, ruby)
-    native = ruby ? Entry.fresh_payload(blob, path, racy, verbose) : twin
+    native = ruby ? Entry.fresh_payload(blob, path, racy, verbose, record) : twin
     [native, twin]
   end
 
-  def assert_agree(expected, blob, path, racy = 0, verbose = false)
-    native, twin = both(blob, path, racy, verbose)
+  def assert_agree(expected, blob, path, racy = 0, verbose = false, record = nil)
+    native, twin = both(blob, path, racy, verbose, record)
     assert_same_result twin, native, "native and Ruby twin disagree"
     assert_same_result expected, twin
   end
@@ -66,6 +66,46 @@ class CompileCacheFreshPayloadTest < Minitest::Test
     with_entry(flags: Entry::VERBOSE_WARNINGS) do |path, blob|
       refute_nil both(blob, path)[0]
       assert_agree nil, blob, path, 0, true
+    end
+  end
+
+  # The file touched (same bytes, new mtime and ctime, as after a git checkout) and the stat
+  # record a revalidation would append for it, verified 10 s after the new ctime.
+  def touched_with_record(path, digest: 42)
+    past = Time.now - 30
+    File.utime(past, past, path)
+    id = CC::Digest.identity(path)
+    [id, Entry.dump_stat(id, id[2] + 10_000_000_000, digest).freeze]
+  end
+
+  test "a stat record for the entry's source digest vouches for a touched file; the twin agrees" do
+    with_entry do |path, blob|
+      payload = Entry.load(blob).payload
+      id, record = touched_with_record(path)
+      assert_agree nil, blob, path # the entry's own stat no longer matches
+      assert_agree payload, blob, path, 0, false, record
+      assert_agree payload, blob, path, 2_000_000_000, false, record
+      assert_agree nil, blob, path, 20_000_000_000, false, record # the record is inside the racy window
+      assert_agree nil, blob, path, 0, false, touched_with_record(path, digest: 43)[1] # another source
+      assert_agree nil, blob, path, 0, false, Entry.dump_stat([id[0], id[1], id[2], id[3] + 1, id[4]], id[2] + 10_000_000_000, 42)
+      assert_agree nil, blob, path, 0, false, record.byteslice(0, 63)
+      assert_agree nil, blob, path, 0, false, 42
+      File.write(path, "A = 2\n") # same size, new content: its stat matches no record
+      assert_agree nil, blob, path, 0, false, record
+    end
+  end
+
+  test "every single damaged byte of a stat record is refused or still vouches, identically" do
+    with_entry do |path, blob|
+      payload = Entry.load(blob).payload
+      _, record = touched_with_record(path)
+      record.bytesize.times do |i|
+        bad = record.dup
+        bad.setbyte(i, bad.getbyte(i) ^ 0x10)
+        native, twin = both(blob, path, 0, false, bad.freeze)
+        assert_same_result twin, native, "byte #{i}"
+        assert_equal payload, twin, "byte #{i}" if twin
+      end
     end
   end
 

@@ -187,10 +187,18 @@ class CompileCacheISeqTest < Minitest::Test
       assert_equal CACHED, ci.count(:iseq, :revalidated)
       assert_equal [0, 0, 0, 0], %i[hits misses stale compiles].map { |f| ci.count(:iseq, f) }
 
-      again = boot(app, store)
+      # The boots after it are plain hits again, each checked in one call with the stat record
+      # the revalidation appended (the full validator runs only for the files Ruby compiles).
+      counted = <<~'RUBY'
+        checks = 0
+        Loadout::CompileCache.context.validator.define_singleton_method(:check) { |*a| (checks += 1) && super(*a) }
+        at_exit { $stderr.puts "validator checks: #{checks}" }
+      RUBY
+      again = boot(app, store, counted + REQUIRES)
       assert_equal CACHED, again.count(:iseq, :hits)
       assert_equal 0, again.count(:iseq, :revalidated)
       assert_equal again.stdout, ci.stdout
+      assert_includes again.stderr, "validator checks: #{UNCACHED}"
     end
   end
 

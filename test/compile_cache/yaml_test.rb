@@ -143,6 +143,12 @@ class CompileCacheYamlTest < Minitest::Test
       File.write(path, "k: w\n")
       assert_equal({ "k" => "w" }, YAML.load_file(path))
       assert_equal 1, checks, "a changed file goes through the full validation"
+      YAML.load_file(path) # stored again
+      later = Time.now + 60
+      File.utime(later, later, path) # same bytes, new mtime: revalidated once, then one call again
+      2.times { assert_equal({ "k" => "w" }, YAML.load_file(path)) }
+      assert_equal 2, checks, "the stat record the revalidation appended vouches at the next hit"
+      assert_equal 1, Loadout::CompileCache.stats[:yaml][:revalidated]
     end
   end
 

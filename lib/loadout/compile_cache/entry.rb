@@ -89,24 +89,28 @@ module Loadout
         # A cache hit in one call: the payload of +blob+ (frozen; the payload is a slice of it)
         # when it is an intact entry, not negative (nor flagged for -w warnings when +verbose+),
         # compiled at exactly +path+, and one stat of +path+ matches its recorded size, mtime,
-        # ctime, inode and device, verified at least +racy_ns+ after that ctime. nil means "not
-        # certain": the caller goes through #load and Validator, which decide every other case.
+        # ctime, inode and device, verified at least +racy_ns+ after that ctime -- or matches
+        # +record+'s instead: the stat record a revalidation appended (a String, or nil), for the
+        # entry's source digest. nil means "not certain": the caller goes through #load and
+        # Validator, which decide every other case.
         # Native: Native.cc_fresh_payload (no Ruby objects but the slice); the twin is below.
-        #: (String, String, Integer, bool) -> String?
-        def fresh_payload(blob, path, racy_ns, verbose)
-          return @native.cc_fresh_payload(blob, path, @version, racy_ns, verbose) if @native
+        #: (String, String, Integer, bool, ?String?) -> String?
+        def fresh_payload(blob, path, racy_ns, verbose, record = nil)
+          return @native.cc_fresh_payload(blob, path, @version, racy_ns, verbose, record) if @native
 
           return nil unless path.is_a?(String) && racy_ns.is_a?(Integer) && racy_ns.between?(0, FIXNUM_MAX)
-          return nil if path.include?("\0")
+          return nil if path.include?("\0") || !(record.nil? || record.is_a?(String))
 
           entry = load(blob) or return nil
           return nil if entry.negative? || (verbose && (entry.flags & VERBOSE_WARNINGS) != 0)
           return nil unless entry.compiled_at?(path)
 
           id = @digest.identity(path) or return nil
-          fresh = id[0] == entry.size && id[1] == entry.mtime && id[2] == entry.ctime &&
-                  entry.verified - entry.ctime >= racy_ns && id[3] == entry.ino && id[4] == entry.dev
-          fresh ? entry.payload : nil
+          unless vouches?(id, entry, racy_ns)
+            stat = record && record.bytesize == 64 && load_stat(record) # STAT_SIZE
+            return nil unless stat && stat.digest == entry.digest && vouches?(id, stat, racy_ns)
+          end
+          entry.payload
         end
 
         # Literals stand for STAT_MAGIC and STAT_LAYOUT: a CI boot appends one record per file.
@@ -122,6 +126,15 @@ module Loadout
           return nil unless magic == STAT_MAGIC && version == FORMAT_VERSION
 
           Stat.new(*fields)
+        end
+
+        private
+
+        # Whether +rec+ (an Entry or a Stat) describes the file identity +id+ now, outside the
+        # racy window.
+        def vouches?(id, rec, racy_ns)
+          id[0] == rec.size && id[1] == rec.mtime && id[2] == rec.ctime && rec.verified - rec.ctime >= racy_ns &&
+            id[3] == rec.ino && id[4] == rec.dev
         end
       end
 

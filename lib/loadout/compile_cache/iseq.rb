@@ -56,6 +56,7 @@ module Loadout
       # again (and a cache object allocated) on every fetch. They are read once, here.
       @lazy_hook = LazyHook
       @entry = Entry
+      @keys = Key
       @loader = RubyVM::InstructionSequence
       @process = Process
       @monotonic = Process::CLOCK_MONOTONIC
@@ -102,9 +103,11 @@ module Loadout
           # slice, instead of a hidden copy-on-write root: one object less per hit.
           blob.freeze
           trusted = ctx.trusted?(path)
-          # The common warm hit, checked in one call (no Entry, no identity Array); anything it
-          # is not certain about takes the full path below, which decides every case.
-          if !trusted && (binary = @entry.fresh_payload(blob, path, ctx.validator.racy_ns, $VERBOSE == true))
+          # The common warm hit, checked in one call (no Entry, no identity Array), also when the
+          # file's metadata moved since it was compiled and a stat record vouches for it (every
+          # boot after a git checkout or a restored CI cache); anything it is not certain about
+          # takes the full path below, which decides every case.
+          if !trusted && (binary = fresh_binary(ctx, blob, path, key))
             iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
             ctx.counters.event(:iseq, :hit, path)
             return iseq
@@ -191,6 +194,17 @@ module Loadout
           return false unless defined?(::Coverage)
 
           ::Coverage.respond_to?(:state) ? ::Coverage.state != :idle : ::Coverage.running?
+        end
+
+        # The payload when the entry, or else its stat record, makes +blob+ a plain fresh hit.
+        def fresh_binary(ctx, blob, path, key)
+          racy = ctx.validator.racy_ns
+          verbose = $VERBOSE == true
+          binary = @entry.fresh_payload(blob, path, racy, verbose)
+          return binary if binary
+
+          record = ctx.store.get(@keys.stat_key(key)) or return nil
+          @entry.fresh_payload(blob, path, racy, verbose, record)
         end
 
         def skip(ctx, path, reason)

@@ -77,10 +77,15 @@ module Loadout
         # [:served, value] or [event, nil] where event is why it was not served.
         def serve(ctx, call, abspath, key, blob)
           trusted = ctx.trusted?(abspath)
-          # The common warm hit in one native call (see Entry.fresh_payload); entries stored
-          # before values recorded their path, and every other case, take the full path below.
-          if !trusted && (payload = Entry.fresh_payload(blob.freeze, abspath, ctx.validator.racy_ns, false))
-            return value_of(ctx, call, abspath, :hit, blob.getbyte(5), payload) # flags: after magic and version
+          # The common warm hit in one native call (see Entry.fresh_payload), with the stat record
+          # a revalidation appended when there is one; entries stored before values recorded
+          # their path, and every other case, take the full path below.
+          if !trusted
+            blob.freeze
+            racy = ctx.validator.racy_ns
+            payload = Entry.fresh_payload(blob, abspath, racy, false) ||
+                      ((record = ctx.store.get(Key.stat_key(key))) && Entry.fresh_payload(blob, abspath, racy, false, record))
+            return value_of(ctx, call, abspath, :hit, blob.getbyte(5), payload) if payload # flags: after magic, version
           end
 
           entry = Entry.load(blob) or return [:corrupt, nil]
