@@ -107,10 +107,19 @@ module Loadout
           # file's metadata moved since it was compiled and a stat record vouches for it (every
           # boot after a git checkout or a restored CI cache); anything it is not certain about
           # takes the full path below, which decides every case.
-          if !trusted && (binary = fresh_binary(ctx, blob, path, key))
-            iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
-            ctx.counters.event(:iseq, :hit, path)
-            return iseq
+          stat_blob = :unread
+          unless trusted
+            racy = ctx.validator.racy_ns
+            verbose = $VERBOSE == true
+            unless (binary = @entry.fresh_payload(blob, path, racy, verbose))
+              stat_blob = ctx.store.get(@keys.stat_key(key)) # read once, for the full path too
+              binary = stat_blob && @entry.fresh_payload(blob, path, racy, verbose, stat_blob)
+            end
+            if binary
+              iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
+              ctx.counters.event(:iseq, :hit, path)
+              return iseq
+            end
           end
 
           entry = @entry.load(blob) or return miss(ctx, :corrupt, path)
@@ -120,7 +129,7 @@ module Loadout
           elsif (identity = ctx.validator.identity(path)) && ctx.validator.fresh?(identity, entry)
             state = :fresh
           else
-            state, identity, record = ctx.validator.check(path, entry, key, identity)
+            state, identity, record = ctx.validator.check(path, entry, key, identity, stat_blob)
             return skip(ctx, path, :unreadable) if state == :missing
             return miss(ctx, :stale, path) if state == :stale
           end
@@ -194,17 +203,6 @@ module Loadout
           return false unless defined?(::Coverage)
 
           ::Coverage.respond_to?(:state) ? ::Coverage.state != :idle : ::Coverage.running?
-        end
-
-        # The payload when the entry, or else its stat record, makes +blob+ a plain fresh hit.
-        def fresh_binary(ctx, blob, path, key)
-          racy = ctx.validator.racy_ns
-          verbose = $VERBOSE == true
-          binary = @entry.fresh_payload(blob, path, racy, verbose)
-          return binary if binary
-
-          record = ctx.store.get(@keys.stat_key(key)) or return nil
-          @entry.fresh_payload(blob, path, racy, verbose, record)
         end
 
         def skip(ctx, path, reason)

@@ -42,14 +42,16 @@ module Loadout
       # Returns [state, identity]: state is :fresh, :revalidated, :stale or :missing (the file
       # cannot be stat'ed or read); identity is the file's [size, mtime, ctime, ino, dev] and
       # the third element the Entry::Stat that vouched for it, if one did.
-      #: (String, Entry, String) -> [Symbol, Array[Integer]?, Entry::Stat?]
-      def check(path, entry, key, id = nil)
+      # +stat_blob+: the stat record's bytes (or nil) when the caller already read them.
+      #: (String, Entry, String, ?Array[Integer]?, ?(String | Symbol)?) -> [Symbol, Array[Integer]?, Entry::Stat?]
+      def check(path, entry, key, id = nil, stat_blob = :unread)
         id ||= @digest.identity(path) or return [:missing, nil, nil]
         return [:fresh, id, nil] if same?(id, entry.size, entry.mtime, entry.ctime, entry.verified)
         return [:stale, id, nil] unless id[0] == entry.size
 
         stat_key = @key.stat_key(key)
-        record = @entry.load_stat(@store.get(stat_key))
+        stat_blob = @store.get(stat_key) if stat_blob == :unread
+        record = @entry.load_stat(stat_blob)
         if record && record.digest == entry.digest && same?(id, record.size, record.mtime, record.ctime, record.verified)
           return [:fresh, id, record]
         end
