@@ -236,11 +236,27 @@ stat_vouches(const unsigned char *rec, const lo_file_id *id, int64_t racy_ns)
     return id->ino == read64(rec + CE_INO) && id->dev == read64(rec + CE_DEV);
 }
 
+/*
+ * The stat of the last call that failed only because the entry's own stat did not vouch: the
+ * caller then reads the entry's stat record and calls again at once for the same path, which
+ * reuses it instead of a second stat(2) (one per file on every boot after a checkout touched
+ * everything). Any call consumes it, so it never outlives that one follow-up. Callers hold the
+ * GVL.
+ */
+static struct {
+    int valid;
+    size_t len;
+    lo_file_id id;
+    char path[4096];
+} last_stat;
+
 int
 lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen,
                     int64_t racy_ns, int verbose, const unsigned char *rec, size_t rec_len, size_t *payload_off,
                     size_t *payload_len)
 {
+    int reuse = rec && last_stat.valid && last_stat.len == plen && memcmp(last_stat.path, path, plen) == 0;
+    last_stat.valid = 0;
     if (n < CE_HEAD || memcmp(e, "LOce", 4) != 0 || e[CE_VERSION] != version || racy_ns < 0) return 0;
     unsigned flags = e[CE_FLAGS];
     if ((flags & CE_NEGATIVE) || (verbose && (flags & CE_VERBOSE_WARNINGS))) return 0;
@@ -253,8 +269,17 @@ lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const ch
     if (path_len != plen || memcmp(e + CE_HEAD, path, plen) != 0) return 0;
 
     lo_file_id id;
-    if (lo_file_identity(path, &id) != 0) return 0;
+    if (reuse)
+        id = last_stat.id;
+    else if (lo_file_identity(path, &id) != 0)
+        return 0;
     if (!stat_vouches(e, &id, racy_ns)) {
+        if (!rec && plen < sizeof(last_stat.path)) {
+            memcpy(last_stat.path, path, plen);
+            last_stat.len = plen;
+            last_stat.id = id;
+            last_stat.valid = 1;
+        }
         /* The stat record a revalidation appended (same content, new metadata: a git checkout, a
          * restored CI cache) vouches instead, for the source digest the entry was compiled from. */
         if (!rec || rec_len != CS_SIZE || memcmp(rec, "LOcs", 4) != 0 || rec[CE_VERSION] != version) return 0;

@@ -2,6 +2,8 @@
 
 require "test_helper"
 require "tmpdir"
+require "open3"
+require "rbconfig"
 require "loadout/compile_cache"
 
 # Entry.fresh_payload is the warm hit's one-call check. Its native version and its Ruby twin must
@@ -92,6 +94,37 @@ class CompileCacheFreshPayloadTest < Minitest::Test
       assert_agree nil, blob, path, 0, false, 42
       File.write(path, "A = 2\n") # same size, new content: its stat matches no record
       assert_agree nil, blob, path, 0, false, record
+    end
+  end
+
+  test "the follow-up call with the stat record reuses the first call's stat of the same file" do
+    skip "native backend only" unless Entry.instance_variable_get(:@native)
+    strace = ENV.fetch("PATH", "").split(":").map { |d| "#{d}/strace" }.find { |f| File.executable?(f) }
+    skip "strace is not installed" unless strace
+    with_entry do |path, blob|
+      payload = Entry.load(blob).payload
+      _, record = touched_with_record(path)
+      files = { "blob" => blob, "record" => record }.to_h { |name, bytes| [name, File.join(File.dirname(path), name)] }
+      File.binwrite(files["blob"], blob)
+      File.binwrite(files["record"], record)
+      script = <<~RUBY
+        require "loadout/compile_cache"
+        e = Loadout::CompileCache::Entry
+        blob = File.binread(#{files["blob"].dump}).freeze
+        record = File.binread(#{files["record"].dump}).freeze
+        first = e.fresh_payload(blob, #{path.dump}, 0, false)
+        second = e.fresh_payload(blob, #{path.dump}, 0, false, record)
+        later = e.fresh_payload(blob, #{path.dump}, 0, false, record)
+        print [first.nil?, second.bytesize, later.bytesize].inspect
+      RUBY
+      log = File.join(File.dirname(path), "strace.log")
+      out, status = Open3.capture2e(strace, "-f", "-qq", "-e", "trace=stat,newfstatat,statx", "-o", log,
+                                    RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__), "-e", script)
+      skip "strace cannot trace here (ptrace not permitted)" unless File.exist?(log)
+      assert status.success?, out
+      assert_equal [true, payload.bytesize, payload.bytesize].inspect, out
+      # One stat for the first call and its follow-up, one for the later, unrelated call.
+      assert_equal 2, File.readlines(log).count { |l| l.include?("\"#{path}\"") }, File.read(log)
     end
   end
 
