@@ -29,6 +29,7 @@ module Loadout
     autoload :LazyHook, "loadout/compile_cache/lazy_hook"
     autoload :Serializer, "loadout/compile_cache/serializer"
     autoload :Validator, "loadout/compile_cache/validator"
+    autoload :ValueHandler, "loadout/compile_cache/value_handler"
     autoload :Values, "loadout/compile_cache/values"
     autoload :Writer, "loadout/compile_cache/writer"
     autoload :YAML, "loadout/compile_cache/yaml"

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/lazy_hook"
+require "loadout/compile_cache/value_handler"
 
 module Loadout
   module CompileCache
@@ -12,7 +12,8 @@ module Loadout
       LETTER = "j"
       UNCACHEABLE = %i[create_additions object_class array_class decimal_class match_string].freeze
       PLAIN = [NilClass, TrueClass, FalseClass, Integer, Float, Symbol, String].freeze
-      IMMEDIATES = [NilClass, TrueClass, FalseClass, Integer, Symbol].freeze
+      LIBRARY = :JSON
+      KIND = :json
 
       # Prepended to JSON's singleton class.
       module Hook
@@ -26,23 +27,9 @@ module Loadout
       end
 
       @ctx = nil
+      extend ValueHandler
 
       class << self
-        def install!(ctx)
-          @ctx = ctx
-          @calls = {}
-          LazyHook.on(:JSON, Hook)
-        end
-
-        def uninstall!
-          @ctx = nil
-        end
-
-        def fetch(method, filespec, opts, &original)
-          ctx = @ctx or return yield
-          Values.fetch_for(ctx, :json, filespec, original) { memoized_call(method, opts) || :option }
-        end
-
         private
 
         # The Call for options of immediate values is remembered (see Values.memo); the key is a
@@ -51,16 +38,16 @@ module Loadout
           # load_file treats nil as no options; load_file! merges it and raises, so that call is
           # left to JSON.
           opts = {} if opts.nil? && method == :load_file
-          return nil unless opts.is_a?(Hash)
+          return :option unless opts.is_a?(Hash)
 
           external = Encoding.default_external
           internal = Encoding.default_internal
           memo_key = nil
-          if opts.each_value.all? { |v| IMMEDIATES.include?(v.class) }
+          if opts.each_value.all? { |v| ValueHandler::IMMEDIATES.include?(v.class) }
             memo_key = [method, external, internal]
             opts.each { |name, value| memo_key << name << value }
           end
-          Values.memo(@calls, memo_key) { call_for(method, opts, external, internal) }
+          Values.memo(@calls, memo_key) { call_for(method, opts, external, internal) } || :option
         end
 
         def call_for(method, opts, external, internal)

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/lazy_hook"
+require "loadout/compile_cache/value_handler"
 
 module Loadout
   module CompileCache
@@ -17,7 +17,9 @@ module Loadout
         safe_load_file: %i[permitted_classes permitted_symbols aliases filename fallback symbolize_names freeze],
         unsafe_load_file: %i[filename fallback symbolize_names freeze]
       }.freeze
-      IMMEDIATES = [NilClass, TrueClass, FalseClass, Integer, Symbol].freeze
+      IMMEDIATES = ValueHandler::IMMEDIATES
+      LIBRARY = :Psych
+      KIND = :yaml
       # A document where none of these can occur has no anchors, aliases (so no shared objects),
       # tags (so no custom classes or binary strings) or merge keys: whatever Psych builds from it
       # that MessagePack can pack (Hash, Array, UTF-8 String, Integer, Float, Symbol, nil, true,
@@ -42,23 +44,9 @@ module Loadout
       end
 
       @ctx = nil
+      extend ValueHandler
 
       class << self
-        def install!(ctx)
-          @ctx = ctx
-          @calls = {}
-          LazyHook.on(:Psych, Hook)
-        end
-
-        def uninstall!
-          @ctx = nil
-        end
-
-        def fetch(method, filename, kwargs, &original)
-          ctx = @ctx or return yield
-          Values.fetch_for(ctx, :yaml, filename, original) { memoized_call(method, kwargs) }
-        end
-
         private
 
         # Psych's global tag tables and Encoding.default_internal are checked on every call; the
