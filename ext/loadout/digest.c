@@ -11,8 +11,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define P1 UINT64_C(0x9E3779B185EBCA87)
@@ -238,26 +241,34 @@ stat_vouches(const unsigned char *rec, const lo_file_id *id, int64_t racy_ns)
 
 /*
  * The stat of the last call that failed only because the entry's own stat did not vouch: the
- * caller then reads the entry's stat record and calls again at once for the same path, which
- * reuses it instead of a second stat(2) (one per file on every boot after a checkout touched
- * everything). Any call consumes it, so it never outlives that one follow-up. Callers hold the
- * GVL.
+ * caller then reads the entry's stat record and calls again at once for the same path (and, when
+ * that record does not vouch either, revalidates at once), which reuse it instead of another
+ * stat(2) (one per file on every boot after a checkout touched everything). Any call consumes
+ * it, so it never outlives the next call. +stage+ is the call that took it: a follow-up with a
+ * stat record only reuses the first call's, a revalidation either. Callers hold the GVL.
  */
+enum { FIRST_CALL = 1, RECORD_CALL = 2 };
 static struct {
-    int valid;
+    int stage; /* 0: nothing kept */
     size_t len;
     lo_file_id id;
     char path[4096];
 } last_stat;
 
-int
-lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen,
-                    int64_t racy_ns, int verbose, const unsigned char *rec, size_t rec_len, size_t *payload_off,
-                    size_t *payload_len)
+static void
+write64(unsigned char *p, uint64_t v)
 {
-    int reuse = rec && last_stat.valid && last_stat.len == plen && memcmp(last_stat.path, path, plen) == 0;
-    last_stat.valid = 0;
-    if (n < CE_HEAD || memcmp(e, "LOce", 4) != 0 || e[CE_VERSION] != version || racy_ns < 0) return 0;
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The checks every served entry passes before its stat is looked at: an intact head of
+ * +version+, neither negative nor (with +verbose+) flagged for -w warnings, compiled at exactly
+ * +path+. Sets the payload's offset and length. */
+static int
+servable_entry(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen, int verbose,
+               size_t *at_out, size_t *len_out)
+{
+    if (n < CE_HEAD || memcmp(e, "LOce", 4) != 0 || e[CE_VERSION] != version) return 0;
     unsigned flags = e[CE_FLAGS];
     if ((flags & CE_NEGATIVE) || (verbose && (flags & CE_VERBOSE_WARNINGS))) return 0;
 
@@ -267,26 +278,109 @@ lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const ch
     size_t at = CE_HEAD + path_len + realpath_len;
     if (at > n || len != n - at) return 0;
     if (path_len != plen || memcmp(e + CE_HEAD, path, plen) != 0) return 0;
+    *at_out = at;
+    *len_out = len;
+    return 1;
+}
+
+/* Consumes the kept stat; whether it is for +path+, taken by a call in +stages+. */
+static int
+takes_last_stat(const char *path, size_t plen, int stages)
+{
+    int reuse = (last_stat.stage & stages) && last_stat.len == plen && memcmp(last_stat.path, path, plen) == 0;
+    last_stat.stage = 0;
+    return reuse;
+}
+
+/* The stat of +path+: the kept one when +reuse+, else a stat(2). */
+static int
+identity_of(const char *path, int reuse, lo_file_id *id)
+{
+    if (reuse) {
+        *id = last_stat.id;
+        return 1;
+    }
+    return lo_file_identity(path, id) == 0;
+}
+
+static void
+keep_stat(const char *path, size_t plen, const lo_file_id *id, int stage)
+{
+    if (plen >= sizeof(last_stat.path)) return;
+    memcpy(last_stat.path, path, plen);
+    last_stat.len = plen;
+    last_stat.id = *id;
+    last_stat.stage = stage;
+}
+
+int
+lo_cc_fresh_payload(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen,
+                    int64_t racy_ns, int verbose, const unsigned char *rec, size_t rec_len, size_t *payload_off,
+                    size_t *payload_len)
+{
+    int reuse = takes_last_stat(path, plen, rec ? FIRST_CALL : 0);
+    size_t at, len;
+    if (racy_ns < 0 || !servable_entry(e, n, version, path, plen, verbose, &at, &len)) return 0;
 
     lo_file_id id;
-    if (reuse)
-        id = last_stat.id;
-    else if (lo_file_identity(path, &id) != 0)
-        return 0;
+    if (!identity_of(path, reuse, &id)) return 0;
     if (!stat_vouches(e, &id, racy_ns)) {
-        if (!rec && plen < sizeof(last_stat.path)) {
-            memcpy(last_stat.path, path, plen);
-            last_stat.len = plen;
-            last_stat.id = id;
-            last_stat.valid = 1;
-        }
         /* The stat record a revalidation appended (same content, new metadata: a git checkout, a
          * restored CI cache) vouches instead, for the source digest the entry was compiled from. */
-        if (!rec || rec_len != CS_SIZE || memcmp(rec, "LOcs", 4) != 0 || rec[CE_VERSION] != version) return 0;
-        if (read64(rec + CS_DIGEST) != read64(e + CS_DIGEST) || !stat_vouches(rec, &id, racy_ns)) return 0;
+        int record_vouches = rec && rec_len == CS_SIZE && memcmp(rec, "LOcs", 4) == 0 && rec[CE_VERSION] == version &&
+                             read64(rec + CS_DIGEST) == read64(e + CS_DIGEST) && stat_vouches(rec, &id, racy_ns);
+        if (!record_vouches) {
+            keep_stat(path, plen, &id, rec ? RECORD_CALL : FIRST_CALL); /* for the follow-up call */
+            return 0;
+        }
     }
 
     if (lo_xxh64(e + at, len, 0) != read64(e + CE_PAYLOAD_DIGEST)) return 0;
+    *payload_off = at;
+    *payload_len = len;
+    return 1;
+}
+
+int
+lo_cc_revalidated_payload(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen,
+                          int verbose, unsigned char *rec_out, size_t *payload_off, size_t *payload_len)
+{
+    int reuse = takes_last_stat(path, plen, FIRST_CALL | RECORD_CALL);
+    size_t at, len;
+    if (!servable_entry(e, n, version, path, plen, verbose, &at, &len)) return 0;
+
+    lo_file_id id;
+    if (!identity_of(path, reuse, &id)) return 0;
+    if (id.size != (int64_t)read64(e + CE_SIZE)) return 0;
+    /* Another inode at the same path (a fresh clone): the payload names the realpath it was
+     * compiled at, so that must not have moved (a symlink retargeted). */
+    if (id.ino != read64(e + CE_INO) || id.dev != read64(e + CE_DEV)) {
+        size_t path_len = (size_t)e[CE_PATH_LEN] | (size_t)e[CE_PATH_LEN + 1] << 8;
+        size_t realpath_len = (size_t)e[CE_REALPATH_LEN] | (size_t)e[CE_REALPATH_LEN + 1] << 8;
+        char *real = realpath(path, NULL);
+        if (!real) return 0;
+        int same = strlen(real) == realpath_len && memcmp(real, e + CE_HEAD + path_len, realpath_len) == 0;
+        free(real);
+        if (!same) return 0;
+    }
+
+    /* Verified: the clock before the bytes are read (see Entry). */
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) return 0;
+    uint64_t digest;
+    if (lo_file_xxh64(path, 0, &digest) != 0 || digest != read64(e + CS_DIGEST)) return 0;
+    if (lo_xxh64(e + at, len, 0) != read64(e + CE_PAYLOAD_DIGEST)) return 0;
+
+    memset(rec_out, 0, CS_SIZE);
+    memcpy(rec_out, "LOcs", 4);
+    rec_out[CE_VERSION] = (unsigned char)version;
+    write64(rec_out + CE_SIZE, (uint64_t)id.size);
+    write64(rec_out + CE_MTIME, (uint64_t)id.mtime_ns);
+    write64(rec_out + CE_CTIME, (uint64_t)id.ctime_ns);
+    write64(rec_out + CE_VERIFIED, (uint64_t)((int64_t)now.tv_sec * 1000000000 + now.tv_nsec));
+    write64(rec_out + CE_INO, id.ino);
+    write64(rec_out + CE_DEV, id.dev);
+    write64(rec_out + CS_DIGEST, digest);
     *payload_off = at;
     *payload_len = len;
     return 1;

@@ -45,4 +45,15 @@ int lo_cc_fresh_payload(const unsigned char *entry, size_t n, unsigned version, 
                         int64_t racy_ns, int verbose, const unsigned char *rec, size_t rec_len, size_t *payload_off,
                         size_t *payload_len);
 
+/*
+ * The revalidation that follows when lo_cc_fresh_payload said 0 for the same path (the file's
+ * metadata moved: a checkout, a restored CI cache, a touch): returns 1 and sets the payload's
+ * offset and length when +entry+ passes the same entry checks, the file's size is the recorded
+ * one, its XXH64 equals the entry's source digest and, when its inode moved, its realpath is
+ * still the recorded one. Then fills rec_out (64 bytes) with the stat record that lets the next
+ * boot's lo_cc_fresh_payload vouch with one stat again. 0: the caller's full path decides.
+ */
+int lo_cc_revalidated_payload(const unsigned char *entry, size_t n, unsigned version, const char *path, size_t plen,
+                              int verbose, unsigned char *rec_out, size_t *payload_off, size_t *payload_len);
+
 #endif

@@ -6,10 +6,14 @@
  *   xxh64_matches(str, offset, len, digest_offset) -> true when XXH64 of str[offset, len] equals
  *     the little-endian u64 stored at str[digest_offset, 8] (false when a range is out of bounds);
  *     checks a cached payload without slicing it or allocating a Bignum
+ *   cc_fresh_payload, cc_revalidated_payload: the compile cache's one-call hit and revalidation
+ *     (documented at each function below)
  * Arguments are checked by Loadout::CompileCache::Digest before they get here.
  */
 #include "loadout.h"
 #include "digest.h"
+
+#include <ruby/encoding.h>
 
 #include <string.h>
 
@@ -82,10 +86,38 @@ native_cc_fresh_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALU
     return rb_str_subseq(entry, (long)off, (long)len);
 }
 
+/*
+ * cc_revalidated_payload(entry, path, version, verbose, record_out) -> the payload slice when
+ * lo_cc_revalidated_payload vouches for entry by content; record_out (a String) is replaced by
+ * the 64-byte stat record to append. nil, record_out untouched, otherwise. Twin:
+ * CompileCache::Entry.revalidated_payload.
+ */
+static VALUE
+native_cc_revalidated_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE verbose, VALUE record_out)
+{
+    if (!RB_TYPE_P(entry, T_STRING) || !RB_TYPE_P(path, T_STRING) || !RB_TYPE_P(record_out, T_STRING)) return Qnil;
+    rb_check_frozen(record_out);
+    const char *p = RSTRING_PTR(path);
+    long plen = RSTRING_LEN(path);
+    if (memchr(p, 0, (size_t)plen)) return Qnil;
+    p = StringValueCStr(path);
+    size_t off, len;
+    unsigned char rec[64];
+    entry = rb_str_new_frozen(entry); /* the slice below shares its bytes */
+    if (!lo_cc_revalidated_payload((const unsigned char *)RSTRING_PTR(entry), (size_t)RSTRING_LEN(entry),
+                                   (unsigned)NUM2UINT(version), p, (size_t)plen, RTEST(verbose), rec, &off, &len))
+        return Qnil;
+    rb_str_resize(record_out, 0);
+    rb_enc_associate(record_out, rb_ascii8bit_encoding());
+    rb_str_cat(record_out, (const char *)rec, sizeof(rec));
+    return rb_str_subseq(entry, (long)off, (long)len);
+}
+
 void
 lo_digest_native_init(VALUE mNative)
 {
     rb_define_module_function(mNative, "cc_fresh_payload", native_cc_fresh_payload, 6);
+    rb_define_module_function(mNative, "cc_revalidated_payload", native_cc_revalidated_payload, 5);
     rb_define_module_function(mNative, "xxh64", native_xxh64, 2);
     rb_define_module_function(mNative, "file_xxh64", native_file_xxh64, 2);
     rb_define_module_function(mNative, "file_identity", native_file_identity, 1);

@@ -183,22 +183,43 @@ class CompileCacheISeqTest < Minitest::Test
       later = Time.now + 3600
       Dir.glob("#{app}/**/*.rb").each { |f| File.utime(later, later, f) }
 
-      ci = boot(app, store)
-      assert_equal CACHED, ci.count(:iseq, :revalidated)
-      assert_equal [0, 0, 0, 0], %i[hits misses stale compiles].map { |f| ci.count(:iseq, f) }
-
-      # The boots after it are plain hits again, each checked in one call with the stat record
-      # the revalidation appended (the full validator runs only for the files Ruby compiles).
+      # Each file is revalidated in the handler's own calls: the full validator runs only for
+      # the files Ruby compiles (the program's uncached ones).
       counted = <<~'RUBY'
         checks = 0
         Loadout::CompileCache.context.validator.define_singleton_method(:check) { |*a| (checks += 1) && super(*a) }
         at_exit { $stderr.puts "validator checks: #{checks}" }
       RUBY
+      ci = boot(app, store, counted + REQUIRES)
+      assert_equal CACHED, ci.count(:iseq, :revalidated)
+      assert_equal [0, 0, 0, 0], %i[hits misses stale compiles].map { |f| ci.count(:iseq, f) }
+      assert_includes ci.stderr, "validator checks: #{UNCACHED}"
+
+      # The boots after it are plain hits again, each checked in one call with the stat record
+      # the revalidation appended.
       again = boot(app, store, counted + REQUIRES)
       assert_equal CACHED, again.count(:iseq, :hits)
       assert_equal 0, again.count(:iseq, :revalidated)
       assert_equal again.stdout, ci.stdout
       assert_includes again.stderr, "validator checks: #{UNCACHED}"
+    end
+  end
+
+  test "a fresh clone at the same path (new inodes, same bytes) revalidates without compiling" do
+    with_app do |app, store|
+      boot(app, store)
+      clone = "#{app}.clone"
+      FileUtils.cp_r(app, clone) # new inodes, new mtimes and ctimes
+      FileUtils.rm_rf(app)
+      File.rename(clone, app)
+
+      ci = boot(app, store)
+      assert_equal CACHED, ci.count(:iseq, :revalidated)
+      assert_equal [0, 0, 0], %i[hits stale compiles].map { |f| ci.count(:iseq, f) }
+      assert_same_output plain_boot(body_for(app)), ci
+      again = boot(app, store)
+      assert_equal [CACHED, 0], [again.count(:iseq, :hits), again.count(:iseq, :revalidated)]
+      assert_same_output plain_boot(body_for(app)), again
     end
   end
 

@@ -113,6 +113,34 @@ module Loadout
           entry.payload
         end
 
+        # The revalidation that follows a nil from #fresh_payload for the same path, in one call
+        # (a CI boot runs it for every file): the payload of +blob+ when it passes the same entry
+        # checks, the file has the recorded size, its XXH64 is the entry's source digest and, if
+        # its inode moved (a fresh clone), its realpath is still the recorded one. +record_out+
+        # (a String) then holds the stat record to append, so the next boot is a one-stat hit.
+        # nil means "not certain": Validator decides. Native: Native.cc_revalidated_payload,
+        # which reuses the stat its previous call took for this path.
+        #: (String, String, bool, String) -> String?
+        def revalidated_payload(blob, path, verbose, record_out)
+          return @native.cc_revalidated_payload(blob, path, @version, verbose, record_out) if @native
+          return nil unless path.is_a?(String) && record_out.is_a?(String) && !path.include?("\0")
+
+          entry = load(blob) or return nil
+          return nil if entry.negative? || (verbose && (entry.flags & VERBOSE_WARNINGS) != 0)
+          return nil unless entry.compiled_at?(path)
+
+          id = @digest.identity(path) or return nil
+          return nil unless id[0] == entry.size
+          return nil unless (id[3] == entry.ino && id[4] == entry.dev) || same_realpath?(path, entry)
+
+          verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond) # before the bytes are read
+          digest = @digest.file(path)
+          return nil unless digest && digest == entry.digest
+
+          record_out.replace(dump_stat(id, verified, digest))
+          entry.payload
+        end
+
         # Literals stand for STAT_MAGIC and STAT_LAYOUT: a CI boot appends one record per file.
         def dump_stat(identity, verified, digest) #: (Array[Integer], Integer, Integer) -> String
           size, mtime, ctime, ino, dev = identity
@@ -129,6 +157,12 @@ module Loadout
         end
 
         private
+
+        def same_realpath?(path, entry)
+          File.realpath(path).b == entry.realpath.b
+        rescue SystemCallError
+          false
+        end
 
         # Whether +rec+ (an Entry or a Stat) describes the file identity +id+ now, outside the
         # racy window.

@@ -107,17 +107,26 @@ module Loadout
           # file's metadata moved since it was compiled and a stat record vouches for it (every
           # boot after a git checkout or a restored CI cache); anything it is not certain about
           # takes the full path below, which decides every case.
+          # A file whose metadata moved but whose bytes did not (the first boot after a checkout
+          # or a restored CI cache) is revalidated in one more call, which also gives the stat
+          # record that makes the next boot a one-call hit again.
           stat_blob = :unread
           unless trusted
             racy = ctx.validator.racy_ns
             verbose = $VERBOSE == true
+            event = :hit
             unless (binary = @entry.fresh_payload(blob, path, racy, verbose))
-              stat_blob = ctx.store.get(@keys.stat_key(key)) # read once, for the full path too
+              stat_key = @keys.stat_key(key)
+              stat_blob = ctx.store.get(stat_key) # read once, for the full path too
               binary = stat_blob && @entry.fresh_payload(blob, path, racy, verbose, stat_blob)
+              unless binary
+                binary = ctx.validator.revalidated_payload(blob, path, verbose, stat_key)
+                event = :revalidated
+              end
             end
             if binary
               iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
-              ctx.counters.event(:iseq, :hit, path)
+              ctx.counters.event(:iseq, event, path)
               return iseq
             end
           end

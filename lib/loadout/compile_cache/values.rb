@@ -83,9 +83,13 @@ module Loadout
           if !trusted
             blob.freeze
             racy = ctx.validator.racy_ns
+            flags = blob.getbyte(5) # after magic, version
             payload = Entry.fresh_payload(blob, abspath, racy, false) ||
-                      ((record = ctx.store.get(Key.stat_key(key))) && Entry.fresh_payload(blob, abspath, racy, false, record))
-            return value_of(ctx, call, abspath, :hit, blob.getbyte(5), payload) if payload # flags: after magic, version
+                      ((record = ctx.store.get(stat_key = Key.stat_key(key))) && Entry.fresh_payload(blob, abspath, racy, false, record))
+            return value_of(ctx, call, abspath, :hit, flags, payload) if payload
+
+            payload = ctx.validator.revalidated_payload(blob, abspath, false, stat_key)
+            return value_of(ctx, call, abspath, :revalidated, flags, payload) if payload
           end
 
           entry = Entry.load(blob) or return [:corrupt, nil]
