@@ -12,8 +12,9 @@ module Loadout
     #   (CompileCache::Worker) that compiles it into its own handle on the same store. A fresh
     #   process rather than a fork: a forked child shares the exiting parent's heap copy-on-write,
     #   so the parent's teardown would pay a page copy for every page it touches; it would also
-    #   run the application's fork hooks. The worker's stdio is /dev/null, so nothing waiting on
-    #   the parent's pipes waits for it.
+    #   run the application's fork hooks. Started with posix_spawn (QuietSpawn), not a fork+exec,
+    #   which would copy the parent's page tables first. The worker's stdio is /dev/null, so
+    #   nothing waiting on the parent's pipes waits for it.
     # - :exit: compile in the exiting process (also the fallback when the store has no path).
     #
     # The at_exit hook is registered on the first miss, so it runs before the hooks registered
@@ -99,10 +100,11 @@ module Loadout
       def spawn_worker(groups)
         file = "#{@store.path}.compile-#{Process.pid}-#{rand(1 << 32).to_s(16)}.jobs"
         File.binwrite(file, Marshal.dump([@store.path, @key.roots, groups]))
+        require "loadout/quiet_spawn" # here: a boot without misses never needs it
         # LOADOUT_DISABLE: a RUBYOPT=-rloadout/setup must not set loadout up inside the worker.
-        pid = Process.spawn({ "LOADOUT_DISABLE" => "1" }, RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",
-                            "Loadout::CompileCache::Worker.run(ARGV[0])", file,
-                            in: File::NULL, out: File::NULL, err: File::NULL)
+        pid = QuietSpawn.call({ "LOADOUT_DISABLE" => "1" },
+                              [RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",
+                               "Loadout::CompileCache::Worker.run(ARGV[0])", file])
         Process.detach(pid)
       rescue SystemCallError, NotImplementedError
         File.delete(file) if file && File.exist?(file)
