@@ -26,22 +26,21 @@ class QuietSpawnTest < Minitest::Test
     File.read(out)
   end
 
-  def with_backend(backend)
-    return yield if backend == Loadout::BACKEND
+  NATIVE = Loadout::QuietSpawn.instance_variable_get(:@native)
+  BACKENDS = NATIVE ? %i[ruby native] : %i[ruby]
 
-    Loadout.send(:remove_const, :BACKEND)
-    Loadout.const_set(:BACKEND, backend)
+  def with_backend(backend)
+    Loadout::QuietSpawn.instance_variable_set(:@native, backend == :native)
     yield
   ensure
-    Loadout.send(:remove_const, :BACKEND)
-    Loadout.const_set(:BACKEND, Loadout::Native.pure_requested? || !defined?(Loadout::Native.spawn_quiet) ? :ruby : :native)
+    Loadout::QuietSpawn.instance_variable_set(:@native, NATIVE)
   end
 
   test "argv verbatim (no shell), env added and replaced, stdio on /dev/null; native and twin agree" do
     Dir.mktmpdir("loadout-spawn") do |dir|
       old = trap("USR2", "IGNORE")
       ENV["QS_REPLACED"] = "old"
-      views = [:ruby, Loadout::BACKEND].uniq.map { |backend| child_view(backend, dir) }
+      views = BACKENDS.map { |backend| child_view(backend, dir) }
       lines = views.first.lines
       assert_equal "one arg|$HOME|*|a b|new|\n", lines[0]
       assert_equal ["/dev/null\n"] * 3, lines[1, 3]
@@ -60,7 +59,7 @@ class QuietSpawnTest < Minitest::Test
   end
 
   test "the native start does not copy the caller (a vfork-style clone, not a fork)" do
-    skip "native backend only" unless Loadout::BACKEND == :native
+    skip "native backend only" unless NATIVE
     strace = ENV.fetch("PATH", "").split(":").map { |d| "#{d}/strace" }.find { |f| File.executable?(f) }
     skip "strace is not installed" unless strace
     Dir.mktmpdir("loadout-spawn-trace") do |dir|
@@ -78,7 +77,7 @@ class QuietSpawnTest < Minitest::Test
   end
 
   test "a missing program raises ENOENT and a relative one ArgumentError, on both backends" do
-    [:ruby, Loadout::BACKEND].uniq.each do |backend|
+    BACKENDS.each do |backend|
       with_backend(backend) do
         assert_raises(Errno::ENOENT) { Loadout::QuietSpawn.call({}, ["/nonexistent/loadout-program"]) }
         error = assert_raises(ArgumentError) { Loadout::QuietSpawn.call({}, ["sh", "-c", "true"]) }

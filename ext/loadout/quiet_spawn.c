@@ -4,6 +4,8 @@
  */
 #include "quiet_spawn.h"
 
+#ifdef HAVE_POSIX_SPAWN
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -70,3 +72,4 @@ lo_spawn_quiet(char *const argv[], char *const extra_env[], size_t n_extra, pid_
     free(envp);
     return err;
 }
+#endif

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#ifdef HAVE_POSIX_SPAWN
 /* Fills out[0..n) with the C strings of +ary+'s Strings and NULL-terminates it. */
 static void
 fill_c_strings(VALUE ary, char **out)
@@ -47,8 +48,12 @@ native_spawn_quiet(VALUE self, VALUE argv, VALUE extra_env)
     return INT2NUM((int)pid);
 }
 
+#endif
+
 void
 lo_quiet_spawn_native_init(VALUE mNative)
 {
+#ifdef HAVE_POSIX_SPAWN
     rb_define_module_function(mNative, "spawn_quiet", native_spawn_quiet, 2);
+#endif
 }

@@ -11,13 +11,16 @@ module Loadout
   # Process.spawn forks first, and for a boot that loaded 6,000 files that fork alone took 15 ms
   # of the boot's exit. The twin is Process.spawn with the same settings.
   module QuietSpawn # :nodoc:
+    # Built only where the platform has posix_spawn.
+    @native = BACKEND == :native && Native.respond_to?(:spawn_quiet)
+
     # +env+: variables to add ({ "NAME" => "value" }); +argv+: the command, argv[0] an absolute
     # path. Raises SystemCallError when the child cannot be started.
     #: (Hash[String, String], Array[String]) -> Integer
     def self.call(env, argv)
       raise ArgumentError, "QuietSpawn: argv[0] must be an absolute path, got #{argv[0].inspect}" unless argv[0].to_s.start_with?("/")
 
-      if BACKEND == :native
+      if @native
         Native.spawn_quiet(argv, env.map { |name, value| "#{name}=#{value}" })
       else
         Process.spawn(env, *argv, in: File::NULL, out: File::NULL, err: File::NULL)
