@@ -1,6 +1,9 @@
 # frozen_string_literal: true
 
 require "rbconfig"
+# Loaded with the writer, not at exit: a file required then would go through the ISeq handler
+# and count as one of the application's misses.
+require "loadout/quiet_spawn"
 
 module Loadout
   module CompileCache
@@ -100,7 +103,6 @@ module Loadout
       def spawn_worker(groups)
         file = "#{@store.path}.compile-#{Process.pid}-#{rand(1 << 32).to_s(16)}.jobs"
         File.binwrite(file, Marshal.dump([@store.path, @key.roots, groups]))
-        require "loadout/quiet_spawn" # here: a boot without misses never needs it
         # LOADOUT_DISABLE: a RUBYOPT=-rloadout/setup must not set loadout up inside the worker.
         pid = QuietSpawn.call({ "LOADOUT_DISABLE" => "1" },
                               [RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",
