@@ -58,10 +58,13 @@ native_xxh64_matches(VALUE self, VALUE str, VALUE offset, VALUE len, VALUE diges
 }
 
 /*
- * cc_fresh_payload(entry, path, version, racy_ns, verbose, stat_record) -> the payload (a slice of
- * the frozen entry String) when lo_cc_fresh_payload says the entry (or its stat record, a String
- * or nil) makes it a fresh hit for path, else nil. nil too for anything it does not handle (a
- * path with a NUL byte, racy_ns not a Fixnum >= 0). Twin: CompileCache::Entry.fresh_payload.
+ * cc_fresh_payload(entry, path, version, racy_ns, verbose, stat_record) -> the payload when
+ * lo_cc_fresh_payload says the entry (or its stat record, a String or nil) makes it a fresh hit
+ * for path, else nil. nil too for anything it does not handle (a path with a NUL byte, racy_ns
+ * not a Fixnum >= 0). A frozen entry gives a slice that shares its bytes; an unfrozen one (the
+ * caller's own, fresh from the store) becomes the payload itself: moved to its front in place,
+ * no second object, and the caller may free it once it is done with it. Untouched on nil.
+ * Twin: CompileCache::Entry.fresh_payload.
  */
 static VALUE
 native_cc_fresh_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_ns, VALUE verbose,
@@ -75,7 +78,8 @@ native_cc_fresh_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALU
     if (memchr(p, 0, (size_t)plen)) return Qnil;
     p = StringValueCStr(path);
     size_t off, len;
-    entry = rb_str_new_frozen(entry); /* the slice below shares its bytes */
+    int in_place = !OBJ_FROZEN(entry);
+    if (!in_place) entry = rb_str_new_frozen(entry); /* the slice below shares its bytes */
     const unsigned char *rec = NIL_P(record) ? NULL : (const unsigned char *)RSTRING_PTR(record);
     size_t rec_len = NIL_P(record) ? 0 : (size_t)RSTRING_LEN(record);
     if (!lo_cc_fresh_payload((const unsigned char *)RSTRING_PTR(entry), (size_t)RSTRING_LEN(entry),
@@ -83,7 +87,12 @@ native_cc_fresh_payload(VALUE self, VALUE entry, VALUE path, VALUE version, VALU
                              rec, rec_len, &off, &len))
         return Qnil;
     RB_GC_GUARD(record);
-    return rb_str_subseq(entry, (long)off, (long)len);
+    if (!in_place) return rb_str_subseq(entry, (long)off, (long)len);
+    rb_str_modify(entry); /* unshares it if it was shared: the move below is only ever ours */
+    char *bytes = RSTRING_PTR(entry);
+    memmove(bytes, bytes + off, len);
+    rb_str_set_len(entry, (long)len);
+    return entry;
 }
 
 /*

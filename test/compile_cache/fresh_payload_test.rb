@@ -55,6 +55,28 @@ class CompileCacheFreshPayloadTest < Minitest::Test
     end
   end
 
+  test "an unfrozen entry becomes its payload in place; a frozen one gives a slice; a refusal touches neither" do
+    with_entry do |path, blob|
+      payload = Entry.load(blob).payload
+      ruby = Entry.instance_variable_get(:@native)
+      [nil, ruby].uniq.each do |native|
+        Entry.instance_variable_set(:@native, native)
+        own = blob.dup
+        refused = blob.dup
+        assert_nil Entry.fresh_payload(refused, "#{path}x", 0, false)
+        assert_equal blob, refused
+        served = Entry.fresh_payload(own, path, 0, false)
+        assert_same own, served, "backend #{native ? :native : :ruby}"
+        assert_equal payload, own
+        sliced = Entry.fresh_payload(blob, path, 0, false)
+        assert_equal payload, sliced
+        refute_same blob, sliced
+      ensure
+        Entry.instance_variable_set(:@native, ruby)
+      end
+    end
+  end
+
   test "racy, moved, touched, negative or -w-flagged entries are left to the full path" do
     with_entry do |path, blob|
       assert_agree nil, blob, path, 20_000_000_000 # verified inside the racy window

@@ -20,6 +20,18 @@ class CompileCacheKeyTest < Minitest::Test
     assert_equal Encoding::BINARY, @key.for("i", @v, "/app/lib/é.rb").encoding
   end
 
+  test "consecutive paths in similar directories get the keys a fresh Key gives each" do
+    roots = ["/app", "/gems/rack-3.0.8", "/usr", "/usr/lib/ruby/gems/3.1.0/gems/json-2.6.1"]
+    paths = ["/app/lib/a.rb", "/app/lib/b.rb", "/app/lia/c.rb", "/app/lib/d.rb", "/app/lib/x/e.rb", "/app/lib/f.rb",
+             "/x.rb", "/y.rb", "/app/l.rb", "/gems/rack-3.0.8/lib/rack.rb", "/gems/rack-3.0.8/lic/rack.rb",
+             "/app/lib/é.rb", "/app/lib/é.rb".b, "/app/lib/a.rb", "/usr/lib/ruby/3.1.0/set.rb",
+             "/usr/lib/ruby/3.1.0/set.rb", "/usr/lib/ruby/3.1.1/set.rb", "/tmp/a.rb", "/tmp/b.rb", "rel.rb"]
+    paths.each do |path|
+      assert_equal Key.new(roots).for("i", @v, path), @key.for("i", @v, path), path.inspect
+      assert_equal Key.new(roots).stable?(path), @key.stable?(path), path.inspect
+    end
+  end
+
   test "only paths under roots after the first are stable" do
     refute @key.stable?("/app/lib/a.rb")
     assert @key.stable?("/gems/rack-3.0.8/lib/rack.rb")

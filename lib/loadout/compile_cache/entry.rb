@@ -92,7 +92,9 @@ module Loadout
         # ctime, inode and device, verified at least +racy_ns+ after that ctime -- or matches
         # +record+'s instead: the stat record a revalidation appended (a String, or nil), for the
         # entry's source digest. nil means "not certain": the caller goes through #load and
-        # Validator, which decide every other case.
+        # Validator, which decide every other case. A frozen +blob+ gives a slice of it; an
+        # unfrozen one (the caller's own) is turned into the payload itself, so the caller can
+        # free those bytes as soon as it is done with them; on nil it is left untouched.
         # Native: Native.cc_fresh_payload (no Ruby objects but the slice); the twin is below.
         #: (String, String, Integer, bool, ?String?) -> String?
         def fresh_payload(blob, path, racy_ns, verbose, record = nil)
@@ -110,7 +112,7 @@ module Loadout
             stat = record && record.bytesize == 64 && load_stat(record) # STAT_SIZE
             return nil unless stat && stat.digest == entry.digest && vouches?(id, stat, racy_ns)
           end
-          entry.payload
+          blob.frozen? ? entry.payload : blob.replace(entry.payload)
         end
 
         # The revalidation that follows a nil from #fresh_payload for the same path, in one call

@@ -99,9 +99,6 @@ module Loadout
           return miss(ctx, :miss, path) unless blob
 
           ctx.counters.add(:iseq, :bytes_read, blob.bytesize)
-          # Frozen (it is ours: get returns a new String), the blob itself backs the payload
-          # slice, instead of a hidden copy-on-write root: one object less per hit.
-          blob.freeze
           trusted = ctx.trusted?(path)
           # The common warm hit, checked in one call (no Entry, no identity Array), also when the
           # file's metadata moved since it was compiled and a stat record vouches for it (every
@@ -125,11 +122,19 @@ module Loadout
               end
             end
             if binary
-              iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
+              iseq = load(ctx, binary)
+              # Nothing in a loaded ISeq points into its binary (Ruby copies every object out
+              # of it), so the bytes are freed now, not at a later GC: the next hit's read then
+              # reuses the same memory instead of faulting in fresh pages, and the 37 MB a
+              # 6,000-file boot reads no longer count toward the GC's malloc limit.
+              binary.clear
+              return miss(ctx, :corrupt, path) unless iseq
+
               ctx.counters.event(:iseq, event, path)
               return iseq
             end
           end
+          blob.freeze # the full path slices it
 
           entry = @entry.load(blob) or return miss(ctx, :corrupt, path)
 

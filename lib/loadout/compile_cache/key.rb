@@ -40,6 +40,8 @@ module Loadout
           @stable[root] = !i.zero?
         end
         @dirs = {}
+        @last_dir = nil
+        @last_info = nil
         @variants = {}
         @binary = Encoding::BINARY # #for runs per file: no constant lookups there (see Entry)
       end
@@ -84,9 +86,17 @@ module Loadout
 
       private
 
+      # A boot requires files directory by directory, so the last directory is remembered: the
+      # next file in it is recognised without cutting its directory out as a new String.
       def dir_info(path, slash)
+        last = @last_dir
+        if last && slash == last.length && slash.positive? && path.encoding == last.encoding && path.start_with?(last)
+          return @last_info
+        end
+
         dir = slash.zero? ? "/" : path[0, slash]
-        @dirs[dir] ||= resolve(dir)
+        @last_dir = dir
+        @last_info = (@dirs[dir] ||= resolve(dir))
       end
 
       # [tag + relative dir, stable?] for a directory, walking up to the deepest root.
