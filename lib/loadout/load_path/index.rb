@@ -50,8 +50,12 @@ module Loadout
       end
 
       # Builds views for +entries+ (already reduced to what Ruby searches: no "" items, no
-      # repeated expanded path). Entries without a table get new ones: consecutive stable ones
-      # share a table; a volatile one gets its own, so rescanning it later leaves no hole.
+      # repeated expanded path). Entries without a table get new ones: every run of consecutive
+      # such entries shares one, volatile or stable, so a lookup visits one table per run, not
+      # one per app directory (an app with 200 component lib dirs made each require search 200
+      # tables). A volatile entry rescanned later gets a table of its own and leaves its old
+      # listing in the shared one as a hole: a file only that old listing had makes the views
+      # after it answer UNKNOWN (Ruby resolves it), never a wrong entry.
       def self.build(entries)
         views = []
         pending = []
@@ -76,10 +80,6 @@ module Loadout
             else
               views << View.new(entry.table, entry.local, entry.local)
             end
-          elsif entry.volatile?
-            flush.call
-            pending << entry
-            flush.call
           else
             pending << entry
           end

@@ -17,7 +17,8 @@ module Loadout
     # Values are Marshal dumps tagged with FORMAT and checked field by field: anything that does
     # not decode or does not match is a miss, never an error.
     module Snapshot # :nodoc:
-      FORMAT = 3 # bump on ANY change to the stored layout; old values are then ignored
+      FORMAT = 4 # bump on ANY change to the stored layout; old values are then ignored
+      # (4: runs of volatile entries share one table; an index stored by 3 had one per entry)
       INDEX_PREFIX = "lp/idx/"
       ENTRY_PREFIX = "lp/ent/"
       # The store is shared by every process of an app (server, console, rake, tests with temp
