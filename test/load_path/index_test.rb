@@ -57,6 +57,31 @@ class LoadPathIndexTest < Minitest::Test
     assert_equal LP::Index::UNKNOWN, found(reordered, "y")
   end
 
+  test "consecutive volatile entries share one table; a rescanned one leaves a hole that is never a wrong answer" do
+    comps = Array.new(50) { |i| entry("c#{i}", ["c#{i}/f.rb", "shared.rb"], kind: :volatile) }
+    comps[20].files += ["only20.rb", "both.rb"]
+    comps[30].files += ["both.rb"]
+    gems = [entry("gem", %w[gem.rb both.rb])]
+    index = LP::Index.build(comps + gems)
+    assert_equal 1, index.views.size, "one table for the whole run, not one per app directory"
+    assert_equal "/c7/c7/f.rb", found(index, "c7/f")
+    assert_equal "/c0/shared.rb", found(index, "shared")
+    assert_equal "/c20/both.rb", found(index, "both")
+
+    # c20 rescanned (only20.rb and both.rb deleted): it gets its own table, the old listing stays.
+    fresh = entry("c20", ["c20/f.rb", "shared.rb", "new20.rb"], kind: :volatile)
+    rebuilt = LP::Index.build(comps[0, 20] + [fresh] + comps[21..] + gems)
+    assert_equal 3, rebuilt.views.size
+    assert_equal "/c20/new20.rb", found(rebuilt, "new20")
+    assert_equal "/c20/c20/f.rb", found(rebuilt, "c20/f")
+    assert_equal "/c40/c40/f.rb", found(rebuilt, "c40/f")
+    assert_equal "/gem/gem.rb", found(rebuilt, "gem")
+    assert_equal LP::Index::UNKNOWN, found(rebuilt, "only20") # Ruby answers (a LoadError)
+    assert_nil found(rebuilt, "nowhere")
+    # c30 and the gem still hold both.rb, but the shared table only knows c20 had it: unknown.
+    assert_equal LP::Index::UNKNOWN, found(rebuilt, "both")
+  end
+
   test "an opaque entry stops the search with unknown" do
     a = entry("a", %w[x.rb])
     o = LP::Entry.new(Object.new, nil, :opaque)
