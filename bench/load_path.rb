@@ -7,6 +7,10 @@
 #
 #   bundle exec ruby bench/load_path.rb            # GEMS=300 FILES=20 ROUNDS=5
 #   GEMS=100 FILES=10 ROUNDS=3 bundle exec ruby bench/load_path.rb
+#   APP_DIRS=1 GEMS=200 FILES=30 bundle exec ruby bench/load_path.rb
+#
+# APP_DIRS=1: the same tree, but not under GEM_HOME, so every entry is an app directory (engines,
+# packwerk components, path gems): volatile for both tools, checked by directory mtimes.
 require "rbconfig"
 require "tmpdir"
 require "open3"
@@ -60,7 +64,9 @@ CHILD = <<~'RUBY'
 RUBY
 File.write("#{WORK}/child.rb", CHILD)
 
-ENV_BASE = { "GEM_HOME" => "#{WORK}/app", "GEM_PATH" => ["#{WORK}/app", BUNDLE_GEM_DIR].compact.join(":"),
+APP_DIRS = ENV["APP_DIRS"] == "1"
+GEM_HOME = APP_DIRS ? "#{WORK}/gem-home" : "#{WORK}/app"
+ENV_BASE = { "GEM_HOME" => GEM_HOME, "GEM_PATH" => [GEM_HOME, BUNDLE_GEM_DIR].compact.join(":"),
              "RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil,
              "BENCH_WORK" => WORK }.freeze
 
@@ -85,7 +91,7 @@ end
 
 modes = %w[plain bootsnap loadout]
 modes -= ["bootsnap"] if BOOTSNAP_PATHS.empty?
-puts "app: #{GEMS} gem dirs on $LOAD_PATH, #{GEMS * FILES} required files (#{WORK})"
+puts "app: #{GEMS} #{APP_DIRS ? "app (volatile)" : "gem"} dirs on $LOAD_PATH, #{GEMS * FILES} required files (#{WORK})"
 # Cold runs fill the caches (and are reported, but not part of the comparison).
 cold = modes.to_h { |m| [m, run(m)[0]] }
 times = Hash.new { |h, k| h[k] = [] }
