@@ -21,6 +21,7 @@ require "open3"
 require "etc"
 require "time"
 require_relative "support/app_generator"
+require_relative "support/harness"
 
 ROOT = File.expand_path("..", __dir__)
 ARGS = ARGV.dup.freeze
@@ -105,41 +106,10 @@ def boot(app, mode, bs, dev, prefix: [])
   # CPU of the boot process itself (user + sys): far less sensitive to a busy machine than wall.
   cpu = (cpu_after.cutime + cpu_after.cstime) - (cpu_before.cutime + cpu_before.cstime)
   out_r.close
-  wait_group(pid)
+  Bench.wait_group(pid)
   raise "#{mode} boot failed (#{status}):\n#{output}" unless status.success?
 
   [seconds, output[/^digest=\S+ features=\d+$/], output, cpu]
-end
-
-def wait_group(pgid)
-  deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 120
-  while group_alive?(pgid)
-    break if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-    sleep 0.05
-  end
-end
-
-# A process of the group still running. Zombies do not count: an init that is slow to reap
-# them would otherwise hold every boot up.
-def group_alive?(pgid)
-  unless File.directory?("/proc/self")
-    begin
-      Process.kill(0, -pgid)
-      return true
-    rescue SystemCallError
-      return false
-    end
-  end
-
-  Dir.children("/proc").any? do |entry|
-    next false unless entry.match?(/\A\d+\z/)
-
-    fields = File.read("/proc/#{entry}/stat").split(") ", 2).last.split
-    fields[0] != "Z" && fields[2].to_i == pgid
-  rescue SystemCallError
-    false
-  end
 end
 
 # "CI": same content, new mtimes (a fresh clone with a restored cache).

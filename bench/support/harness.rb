@@ -31,6 +31,35 @@ module Bench
     samples
   end
 
+  # Waits (up to +limit+ s) until no process of group +pgid+ is running: a boot's background
+  # writer (loadout's at-exit compile of misses) must not run into the next measurement.
+  def wait_group(pgid, limit = 120)
+    deadline = clock + limit
+    sleep 0.05 while group_alive?(pgid) && clock < deadline
+  end
+
+  # A process of the group still running. Zombies do not count: an init that is slow to reap
+  # them would otherwise hold every boot up.
+  def group_alive?(pgid)
+    unless File.directory?("/proc/self")
+      begin
+        Process.kill(0, -pgid)
+        return true
+      rescue SystemCallError
+        return false
+      end
+    end
+
+    Dir.children("/proc").any? do |entry|
+      next false unless entry.match?(/\A\d+\z/)
+
+      fields = File.read("/proc/#{entry}/stat").split(") ", 2).last.split
+      fields[0] != "Z" && fields[2].to_i == pgid
+    rescue SystemCallError
+      false
+    end
+  end
+
   def table(rows, headers)
     widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |r| r[i].to_s }).map(&:size).max }
     line = ->(cells) { "| " + cells.each_with_index.map { |c, i| c.to_s.ljust(widths[i]) }.join(" | ") + " |" }
