@@ -24,6 +24,35 @@ class LoadPathLoadedFeaturesTest < Minitest::Test
     end
   end
 
+  # rb_feature_p's rule, spelled out by brute force: the feature itself (with or without a known
+  # extension), or "<entry>/<feature><known ext>" for an entry on the load path.
+  def provided?(stem, features, lpaths)
+    features.any? do |f|
+      bare = f.sub(/\.(?:rb|so|o|bundle|dll)\z/, "")
+      bare == stem || lpaths.keys.any? { |lp| bare == (lp == "/" ? "/#{stem}" : "#{lp}/#{stem}") }
+    end
+  end
+
+  test "never says no where rb_feature_p would say yes, for odd paths and every suffix depth" do
+    features = ["/a/b", "a/b/c.rb", "/lp/a/b/c/d.rb", "x", "/x.so", "a//b.rb", "", "/", "//", "a/", "x.y.rb",
+                "/lp/a/b.c/d.so", "/lp/é/ü/x.rb", "/lp/deep/er/than/three/levels.bundle", "/lp/a.o", "/top.rb"]
+    lpaths = { "/lp" => true, "/" => true, "/lp/deep" => true }
+    stems = features.flat_map do |f|
+      bare = f.sub(/\.(?:rb|so|o|bundle|dll)\z/, "")
+      parts = bare.split("/", -1)
+      (1..parts.size).map { |k| parts.last(k).join("/") }
+    end.uniq + %w[nope b/c z/d levels than/three/levels er/than/three/levels]
+    with_features(features) do |lf|
+      stems.each do |stem|
+        next unless provided?(stem, features, lpaths)
+
+        assert lf.maybe_loaded?(stem, lpaths), "#{stem.inspect} is provided"
+      end
+      refute lf.maybe_loaded?("nope", lpaths)
+      refute lf.maybe_loaded?("z/d", lpaths)
+    end
+  end
+
   test "appends are picked up by size, edits after stale!" do
     with_features([]) do |lf|
       refute lf.maybe_loaded?("x", { "/lp" => true })

@@ -20,29 +20,43 @@ module Loadout
 
       def initialize(views)
         @views = views.freeze
+        @blob = BlobTable # a require names no constant (Ruby 3.1 drops their caches per class)
+        @unknown = UNKNOWN
       end
 
       # Returns [entry, rel] for the file Ruby would pick, nil when no entry has one, or UNKNOWN.
       # +exts+ are tried in order, each over the whole $LOAD_PATH: x.rb in any entry beats x.so
       # in an earlier one (Ruby 3.1 load.c rb_find_file_ext loops extensions outside and entries
       # inside; the differential test "an extension in an earlier entry ..." pins this down).
+      # A blob table's bucket hash depends on the stem only (each ext is one dot and a name, see
+      # Feature), so it is computed once for all exts.
       def lookup(stem, exts)
+        hash = nil
         exts.each do |ext|
-          found = lookup_exact("#{stem}#{ext}")
+          if ext.empty?
+            found = lookup_exact(stem)
+          else
+            hash ||= @blob.hash_of(stem)
+            found = lookup_exact("#{stem}#{ext}", hash)
+          end
           return found unless found.nil?
         end
         nil
       end
 
-      # The first entry holding exactly +rel+ (what load and rb_find_file look for).
-      def lookup_exact(rel)
-        needle = hash = nil
+      # The first entry holding exactly +rel+ (what load and rb_find_file look for). +hash+:
+      # BlobTable.hash_of(the stem of +rel+), when the caller has it.
+      def lookup_exact(rel, hash = nil)
+        needle = nil
         @views.each do |view|
-          table = view.table or return UNKNOWN
-          needle, hash = BlobTable.probe(rel) if needle.nil? && table.is_a?(BlobTable)
+          table = view.table or return @unknown
+          if needle.nil? && table.blob?
+            needle = @blob.needle(rel)
+            hash ||= @blob.hash_of(@blob.stem_of(rel))
+          end
           m = table.min(rel, needle, hash) or next
           next if m > view.hi
-          return UNKNOWN if m < view.lo
+          return @unknown if m < view.lo
 
           return [table.entries[m], rel]
         end

@@ -23,6 +23,10 @@ module Loadout
         @map[rel]
       end
 
+      def blob?
+        false
+      end
+
       # Serialised form (see BlobTable): the persisted index is never turned back into a Hash.
       def to_blob
         BlobTable.encode(@map, @entries.size)
@@ -71,7 +75,12 @@ module Loadout
 
         # What a lookup computes once for all the tables it visits: [needle, hash].
         def probe(rel)
-          ["\n#{rel}\0".b, hash_of(stem_of(rel))]
+          [needle(rel), hash_of(stem_of(rel))]
+        end
+
+        # The bytes a bucket holds for +rel+ (one String: binary-tagged in place, not copied).
+        def needle(rel)
+          "\n#{rel}\0".force_encoding(Encoding::BINARY)
         end
       end
 
@@ -87,8 +96,12 @@ module Loadout
         end
       end
 
+      def blob?
+        true
+      end
+
       def min(rel, needle = nil, hash = nil)
-        needle, hash = BlobTable.probe(rel) unless needle
+        needle, hash = BlobTable.probe(rel) unless needle && hash
         bucket = @buckets[hash & @mask]
         return nil if bucket.empty?
 
