@@ -17,6 +17,7 @@ module Loadout
   autoload :Config, "loadout/config"
   autoload :Boot, "loadout/boot"
   autoload :Stats, "loadout/stats"
+  autoload :SelfCache, "loadout/self_cache"
   autoload :CLI, "loadout/cli"
 
   class << self
@@ -24,7 +25,12 @@ module Loadout
     # Returns true, or false when an earlier call already set up (see Boot.setup).
     #: (**untyped) -> bool
     def setup(**options)
-      Boot.setup(Config.new(**options))
+      __boot(Config.new(**options))
+    end
+
+    # Boot.setup(config), with loadout's own files served from its self cache meanwhile.
+    def __boot(config) # :nodoc:
+      SelfCache.around(config) { Boot.setup(config) }
     end
 
     # Prints every cache event to +io+ (stderr by default); also LOADOUT_LOG=1.

@@ -20,7 +20,7 @@ module Loadout
       #: (?Hash[String, String]) -> bool
       def run(env = ENV)
         config = config_from(env) or return false
-        Boot.setup(config)
+        Loadout.__boot(config)
       end
 
       # The Config +env+ asks for, or nil when LOADOUT_DISABLE is on.

@@ -192,6 +192,12 @@ class CLITest < Minitest::Test
       with_store(app) { |s| assert_equal %w[cc/i/v2/~/a.rb cc/y/v1/~/a.yml lp/idx/x], s.each.map { |k, _| k }.sort }
       assert_equal 0, cli("clean", "--kind", "yaml", "--kind", "load_path", app: app).status
       with_store(app) { |s| assert_equal %w[cc/i/v2/~/a.rb], s.each.map { |k, _| k } }
+      self_cache = File.join(app, "tmp/cache/loadout/store.self-0123456789abcdef")
+      File.write(self_cache, "loadout's own compiled files")
+      cli("clean", "--kind", "iseq", "--variant", "v2", app: app)
+      assert File.exist?(self_cache), "a --variant clean leaves loadout's own files alone"
+      assert_equal 0, cli("clean", "--kind", "iseq", app: app).status
+      refute File.exist?(self_cache), "--kind iseq also drops loadout's own compiled files"
     end
   end
 

@@ -103,6 +103,8 @@ module Loadout
           store.flush
           store.compact if deleted.positive?
         end
+        # loadout's own compiled files (SelfCache) are ISeqs too, kept beside the store.
+        Dir.glob("#{ctx.store_path}.self-*").each { |f| File.delete(f) } if kinds.include?("iseq") && variants.empty?
         out.puts "loadout clean: deleted #{deleted} entries from #{ctx.store_path}"
         0
       end

@@ -7,8 +7,8 @@ require "loadout/compile_cache"
 module Loadout
   module CompileCache
     # The background compiler spawned by Writer: reads a job file ([store path, roots, [[variant,
-    # compile options, [path, ...]], ...]]), compiles each file into the store under the key
-    # Key.new(roots) gives it, and exits. It never prints and never raises out: a failed job is
+    # compile options, [path, ...]], ...], self cache job or nil]), compiles each file into the
+    # store under the key Key.new(roots) gives it, writes the self cache if asked, and exits. It never prints and never raises out: a failed job is
     # a future miss.
     module Worker # :nodoc:
       def self.run(job_file) #: (String) -> void
@@ -18,11 +18,14 @@ module Loadout
         rescue StandardError
           nil
         end
-        store_path, roots, groups = Marshal.load(File.binread(job_file)) # rubocop:disable Security/MarshalLoad -- written by our parent
+        store_path, roots, groups, self_job = Marshal.load(File.binread(job_file)) # rubocop:disable Security/MarshalLoad -- written by our parent
         File.delete(job_file)
-        store = Store.open(store_path, fail_safe: true, defer_writes: true)
-        Writer.compile_into(store, Key.new(roots), groups)
-        store.close
+        unless groups.empty?
+          store = Store.open(store_path, fail_safe: true, defer_writes: true)
+          Writer.compile_into(store, Key.new(roots), groups)
+          store.close
+        end
+        Writer.write_self_cache(*self_job) if self_job
       rescue StandardError, ScriptError
         nil
       end

@@ -39,8 +39,17 @@ module Loadout
         @mode = mode
         @key = key
         @groups = {}
+        @self_job = nil
         @hooked = false
         @finished = nil
+      end
+
+      # Asks for loadout's own +files+ to be compiled with +options+ into the self cache file at
+      # +path+ (see SelfCache), along with this boot's misses.
+      #: (String, Array[String], Hash[Symbol, untyped]) -> void
+      def self_cache(path, files, options)
+        @self_job = [path, files, options]
+        hook_exit
       end
 
       # Called after #run has written (or handed off) the queue; the ISeq handler uses it to
@@ -56,22 +65,22 @@ module Loadout
         return if paths.key?(path)
 
         paths[path] = true
-        return if @hooked
-
-        @hooked = true
-        at_exit { run }
+        hook_exit
       end
 
       # Compiles every queued job (in a worker process in :background mode).
       def run #: () -> void
-        return if @groups.empty?
+        return if @groups.empty? && @self_job.nil?
 
         groups = @groups.map { |variant, (options, paths)| [variant, options, paths.keys] }
+        self_job = @self_job
         @groups = {}
+        @self_job = nil
         if @mode == :background && @store.respond_to?(:path) && @store.path
-          spawn_worker(groups)
+          spawn_worker(groups, self_job)
         else
           compile_all(groups)
+          Writer.write_self_cache(*self_job) if self_job
         end
         @finished&.call
       rescue StandardError => e
@@ -91,7 +100,26 @@ module Loadout
         end
       end
 
+      # Writes the self cache file +path+ for loadout's +files+ (atomically: a reader sees the old
+      # file or the new one). Unreadable files are left out.
+      #: (String, Array[String], Hash[Symbol, untyped]) -> void
+      def self.write_self_cache(path, files, options)
+        entries = files.filter_map { |file| (entry = ISeq.build(file, options)) && [file, entry] }
+        tmp = "#{path}.tmp-#{Process.pid}"
+        File.binwrite(tmp, SelfCache.dump(entries))
+        File.rename(tmp, path)
+      rescue SystemCallError, IOError
+        File.delete(tmp) if tmp && File.exist?(tmp)
+      end
+
       private
+
+      def hook_exit
+        return if @hooked
+
+        @hooked = true
+        at_exit { run }
+      end
 
       def compile_all(groups)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
@@ -100,9 +128,9 @@ module Loadout
       end
 
       # The job file sits beside the store: that directory is known to be writable.
-      def spawn_worker(groups)
+      def spawn_worker(groups, self_job)
         file = "#{@store.path}.compile-#{Process.pid}-#{rand(1 << 32).to_s(16)}.jobs"
-        File.binwrite(file, Marshal.dump([@store.path, @key.roots, groups]))
+        File.binwrite(file, Marshal.dump([@store.path, @key.roots, groups, self_job]))
         # LOADOUT_DISABLE: a RUBYOPT=-rloadout/setup must not set loadout up inside the worker.
         pid = QuietSpawn.call({ "LOADOUT_DISABLE" => "1" },
                               [RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",

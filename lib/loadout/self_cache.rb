@@ -1,0 +1,147 @@
+# frozen_string_literal: true
+
+module Loadout
+  # Serves loadout's own files while loadout sets itself up. The compile cache's hook exists only
+  # once its ~30 files are loaded, so those files used to be compiled by Ruby on every boot (about
+  # 35M instructions, 4% of a warm 470-file boot). Their compiled entries live in one small file
+  # beside the store ("<store>.self-<variant>"), read whole at setup; a tiny load_iseq hook serves
+  # them through the same one-call check as a cache hit (Native.cc_fresh_payload: exact path,
+  # one stat, racy rule, payload digest) until setup is over, then steps aside.
+  #
+  # The file is written by the compile cache's background worker when it is missing or one of
+  # loadout's files was not served from it (a new loadout, an edited file). This file itself is
+  # the one Ruby always compiles, so it stays small. Any failure: Ruby compiles, nothing else.
+  module SelfCache # :nodoc:
+    MAGIC = "LOself1\n"
+    LIB = File.expand_path("..", __dir__)
+    RACY_NS = 2_000_000_000 # Validator::RACY_NS, not loaded yet at this point
+    NEGATIVE = 4 # Entry::NEGATIVE (likewise)
+    VERBOSE_WARNINGS = 32 # Entry::VERBOSE_WARNINGS
+
+    # Passes load_iseq on unless the self cache has the file.
+    module Hook
+      def load_iseq(path)
+        SelfCache.fetch(path) || (defined?(super) ? super : nil)
+      end
+    end
+
+    @table = nil
+    @served = 0
+    @hooked = false
+
+    class << self
+      # How many of loadout's files this process got from the self cache.
+      attr_reader :served
+
+      # Runs the block (loadout's setup for +config+) with loadout's files served from the
+      # self cache; afterwards asks the compile cache's writer to refresh the file if needed.
+      def around(config)
+        start(config)
+        yield
+      ensure
+        stop(config)
+      end
+
+      # The one-call check of a cache hit, for one of loadout's own files.
+      def fetch(path) #: (String) -> RubyVM::InstructionSequence?
+        table = @table or return nil
+        unless (blob = table[path])
+          @stale = true if path.start_with?(LIB)
+          return nil
+        end
+        payload = Native.cc_fresh_payload(blob, path, blob.getbyte(4), RACY_NS, $VERBOSE == true, nil)
+        iseq = payload && RubyVM::InstructionSequence.load_from_binary(payload)
+        if iseq
+          @served += 1
+        elsif !compiled_by_ruby?(blob.getbyte(5))
+          @stale = true
+        end
+        iseq
+      rescue StandardError
+        @stale = true
+        nil
+      end
+
+      # The bytes of a self cache file for +entries+ ([[path, entry], ...]: ISeq.build's entries,
+      # negative ones included, so a file Ruby must compile is known as such, not as missing).
+      def dump(entries) #: (Array[[String, String]]) -> String
+        body = entries.map { |path, e| [path.bytesize, e.bytesize].pack("L<L<") + path.b + e.b }.join.b
+        MAGIC.b + [Native.store_crc32c(body, 0), entries.size].pack("L<L<") + body
+      end
+
+      # { path => entry } from the bytes of a self cache file; nil when they are not intact.
+      def parse(data) #: (String) -> Hash[String, String]?
+        return nil unless data.start_with?(MAGIC) && data.bytesize >= 16
+
+        crc, count = data.unpack("L<L<", offset: 8)
+        body = data.byteslice(16, data.bytesize - 16)
+        return nil unless Native.store_crc32c(body, 0) == crc
+
+        table = {}
+        at = 0
+        count.times do
+          path_len, len = body.unpack("L<L<", offset: at)
+          return nil unless len && at + 8 + path_len + len <= body.bytesize
+
+          path = body.byteslice(at + 8, path_len).force_encoding(Encoding::UTF_8)
+          table[path] = body.byteslice(at + 8 + path_len, len).freeze
+          at += 8 + path_len + len
+        end
+        at == body.bytesize ? table : nil
+      end
+
+      # Where the self cache for +store_path+ lives: one file per Ruby, loadout version and set of
+      # compile options, so different Rubies keep theirs side by side.
+      def path_for(store_path) #: (String) -> String
+        parts = [VERSION, RUBY_ENGINE, RUBY_VERSION, RUBY_REVISION, RUBY_PLATFORM, LIB,
+                 RubyVM::InstructionSequence.compile_option.sort_by { |k, _| k.to_s }.inspect]
+        format("%s.self-%016x", store_path, Native.xxh64(parts.join("\0"), 0))
+      end
+
+      private
+
+      # Entries that say "Ruby compiles this one" (here, or under -w): not a reason to rewrite.
+      def compiled_by_ruby?(flags)
+        (flags & NEGATIVE) != 0 || ($VERBOSE == true && (flags & VERBOSE_WARNINGS) != 0)
+      end
+
+      def start(config)
+        @table = nil
+        return unless BACKEND == :native && config.compile_cache.include?(:iseq)
+        return if defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
+
+        @path = path_for(config.store_path)
+        @table = begin
+          parse(File.binread(@path))
+        rescue SystemCallError, IOError
+          nil
+        end || {}
+        @stale = @table.empty?
+        @loaded_before = $LOADED_FEATURES.size
+        return if @hooked
+
+        RubyVM::InstructionSequence.singleton_class.prepend(Hook)
+        @hooked = true
+      rescue StandardError, ScriptError
+        @table = nil
+      end
+
+      def stop(config)
+        return unless @table
+
+        @table = nil
+        return unless @stale && !config.readonly
+
+        # Only a compile cache that did load and install (never an autoload that failed to load).
+        return unless Loadout.autoload?(:CompileCache).nil? && defined?(CompileCache) && CompileCache.installed?
+
+        writer = CompileCache.context.writer or return
+
+        files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?("#{LIB}/") && f.end_with?(".rb") }
+        writer.self_cache(@path, files, RubyVM::InstructionSequence.compile_option) unless files.empty?
+      rescue StandardError, ScriptError
+        nil
+      end
+    end
+  end
+end
