@@ -30,17 +30,10 @@ LIB = File.expand_path("../lib", __dir__)
 
 # Children get the gems' paths with -I, not Bundler: run this under `bundle exec` (the gems live
 # in vendor/bundle) and every scenario still boots without Bundler's setup cost.
-def gem_lib(name)
-  spec = Gem.loaded_specs[name] || Gem::Specification.find_by_name(name)
-  spec.full_require_paths
-rescue Gem::MissingSpecError
-  nil
-end
-
 CHILD_ENV = ENV.keys.grep(/\A(RUBYOPT|RUBYLIB|BUNDLE_|BUNDLER_)/).to_h { |k| [k, nil] }.merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"])
 
-BOOTSNAP_PATHS = [gem_lib("bootsnap"), gem_lib("msgpack")].compact.flatten
-MSGPACK_PATHS = Array(gem_lib("msgpack"))
+BOOTSNAP_PATHS = Bench.gem_paths("bootsnap").then { |bs| bs.empty? ? bs : bs + Bench.gem_paths("msgpack") }
+MSGPACK_PATHS = Bench.gem_paths("msgpack")
 
 def prelude(kind, app, cache)
   case kind

@@ -19,14 +19,8 @@ FILES = Integer(ENV.fetch("FILES", "6000"))
 ROUNDS = Integer(ENV.fetch("ROUNDS", "7"))
 LIB = File.expand_path("../lib", __dir__)
 
-def gem_paths(name)
-  (Gem.loaded_specs[name] || Gem::Specification.find_by_name(name)).full_require_paths
-rescue Gem::MissingSpecError
-  []
-end
-
-BOOTSNAP = gem_paths("bootsnap") + gem_paths("msgpack")
-MSGPACK = gem_paths("msgpack")
+BOOTSNAP = Bench.gem_paths("bootsnap").then { |bs| bs.empty? ? bs : bs + Bench.gem_paths("msgpack") }
+MSGPACK = Bench.gem_paths("msgpack")
 CHILD_ENV = ENV.keys.grep(/\A(RUBYOPT|RUBYLIB|BUNDLE_|BUNDLER_)/).to_h { |k| [k, nil] }
 
 TIMED_BOOT = <<~'RUBY'

@@ -60,6 +60,14 @@ module Bench
     end
   end
 
+  # The require paths of an installed gem (bootsnap and msgpack for the side-by-side children,
+  # which get them with -I instead of booting Bundler), or [] when it is not installed.
+  def gem_paths(name)
+    (Gem.loaded_specs[name] || Gem::Specification.find_by_name(name)).full_require_paths
+  rescue Gem::MissingSpecError
+    []
+  end
+
   def table(rows, headers)
     widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |r| r[i].to_s }).map(&:size).max }
     line = ->(cells) { "| " + cells.each_with_index.map { |c, i| c.to_s.ljust(widths[i]) }.join(" | ") + " |" }
