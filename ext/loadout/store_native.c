@@ -440,6 +440,75 @@ htab_bytes(VALUE self)
     return ((lo_htab *)rb_check_typeddata(self, &htab_type))->buf;
 }
 
+/*
+ * store_hint_entries(base_bytes, overlay, gone) -> [entries, count]: the entry section of a hint
+ * file (per key: u64 offset, u32 record length, u32 key length, key) for the index made of the
+ * hint bytes +base_bytes+ (or nil) overlaid with +overlay+ ({key => packed}, +gone+ marking a
+ * deleted key), without first building the whole map as a Ruby Hash (13,000 keys after a CI boot:
+ * 26-36 ms in Ruby, most of a boot's exit). Twin: the loop in Store::Hint.build.
+ */
+typedef struct {
+    VALUE out;
+    VALUE overlay;
+    VALUE probe;
+    VALUE gone;
+    long count;
+} hint_entries_ctx;
+
+static void
+hint_append(VALUE out, const char *key, size_t klen, uint64_t off, uint32_t reclen)
+{
+    unsigned char head[16];
+    for (int i = 0; i < 8; i++) head[i] = (unsigned char)(off >> (8 * i));
+    for (int i = 0; i < 4; i++) head[8 + i] = (unsigned char)(reclen >> (8 * i));
+    for (int i = 0; i < 4; i++) head[12 + i] = (unsigned char)((uint32_t)klen >> (8 * i));
+    rb_str_cat(out, (const char *)head, sizeof(head));
+    rb_str_cat(out, key, (long)klen);
+}
+
+static void
+hint_on_base_entry(void *p, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen)
+{
+    hint_entries_ctx *ctx = p;
+    /* The overlay decides for every key it holds: look it up with one reused probe String. */
+    rb_str_resize(ctx->probe, (long)klen);
+    memcpy(RSTRING_PTR(ctx->probe), key, klen);
+    ENC_CODERANGE_CLEAR(ctx->probe);
+    if (rb_hash_lookup2(ctx->overlay, ctx->probe, Qundef) != Qundef) return;
+    hint_append(ctx->out, (const char *)key, klen, off, reclen);
+    ctx->count++;
+}
+
+static int
+hint_on_overlay_entry(VALUE key, VALUE packed, VALUE p)
+{
+    hint_entries_ctx *ctx = (hint_entries_ctx *)p;
+    if (packed == ctx->gone || !RB_TYPE_P(key, T_STRING)) return ST_CONTINUE;
+    uint64_t v = NUM2ULL(packed);
+    hint_append(ctx->out, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), v & ((1ULL << 40) - 1), (uint32_t)(v >> 40));
+    ctx->count++;
+    return ST_CONTINUE;
+}
+
+static VALUE
+lo_native_store_hint_entries(VALUE self, VALUE base, VALUE overlay, VALUE gone)
+{
+    Check_Type(overlay, T_HASH);
+    hint_entries_ctx ctx = { rb_str_buf_new(0), overlay, rb_str_buf_new(64), gone, 0 };
+    if (!NIL_P(base)) {
+        StringValue(base);
+        base = rb_str_new_frozen(base);
+        uint64_t fields[LO_HINT_NFIELDS];
+        if (lo_store_hint_parse((const unsigned char *)RSTRING_PTR(base), (size_t)RSTRING_LEN(base), fields,
+                                hint_on_base_entry, &ctx) != 0)
+            return Qnil;
+    }
+    rb_hash_foreach(overlay, hint_on_overlay_entry, (VALUE)&ctx);
+    RB_GC_GUARD(base);
+    RB_GC_GUARD(ctx.probe);
+    return rb_assoc_new(ctx.out, LONG2NUM(ctx.count));
+}
+
 void
 lo_store_native_init(VALUE mNative)
 {
@@ -452,6 +521,7 @@ lo_store_native_init(VALUE mNative)
     rb_define_module_function(mNative, "store_verify", lo_native_store_verify, 2);
     rb_define_module_function(mNative, "store_read_value", lo_native_store_read_value, 3);
     rb_define_module_function(mNative, "store_hint_parse", lo_native_store_hint_parse, 1);
+    rb_define_module_function(mNative, "store_hint_entries", lo_native_store_hint_entries, 3);
     rb_define_module_function(mNative, "store_fdatasync", lo_native_store_fdatasync, 1);
 
     VALUE cHint = rb_define_class_under(mNative, "HintTable", rb_cObject);

@@ -142,6 +142,48 @@ class StoreTest < Minitest::Test
     end
   end
 
+  test "a hint rewritten from a hint-loaded map plus changes lists exactly the live keys" do
+    with_store do |s, path|
+      300.times { |i| s.put("k#{i}", "v#{i}") }
+      s.close
+      expected = nil
+      Loadout::Store.open(path) do |r|
+        r.put("k1", "changed")
+        r.delete("k2")
+        r.put("new", "n")
+        r.put("gone-again", "x")
+        r.delete("gone-again")
+        index = r.instance_variable_get(:@index)
+        refute_nil index.layers[0], "still answering from the hint table, not a full map"
+        hint = Loadout::Store::Hint
+        native = hint.native_entries(index)
+        ruby = hint.ruby_entries(index)
+        parse = lambda do |(entries, count)|
+          list = []
+          at = 0
+          while at < entries.bytesize
+            off, len, klen = entries.unpack("Q<VV", offset: at)
+            list << [entries.byteslice(at + 16, klen), (len << 40) | off]
+            at += 16 + klen
+          end
+          assert_equal count, list.size
+          list.to_h
+        end
+        expected = parse.(ruby)
+        assert_equal 300, expected.size
+        assert_equal expected, parse.(native) if native
+        refute expected.key?("k2")
+        refute expected.key?("gone-again")
+      end
+      Loadout::Store.open(path) do |r|
+        assert_equal expected.keys.sort, r.each.to_h.keys.sort
+        assert_equal "changed", r.get("k1")
+        assert_equal "n", r.get("new")
+        assert_nil r.get("k2")
+      end
+    end
+  end
+
   test "flipping any bit of the hint never serves a wrong value" do
     with_store do |s, path|
       5.times { |i| s.put("k#{i}", "value #{i}") }

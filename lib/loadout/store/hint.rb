@@ -55,13 +55,30 @@ module Loadout
       end
 
       def build(file, index, covered)
-        map = index.map
-        buf = String.new(Format::HINT_MAGIC, capacity: Format::HINT_HEADER + (map.size * 48) + 4)
-        buf << [file.dev, file.ino, covered, tail_crc(file, covered), map.size, *index.counters].pack(Format::HINT_FIELDS)
-        map.each do |key, packed|
-          buf << [packed & Format::OFFSET_MASK, packed >> Format::OFFSET_BITS, key.bytesize].pack("Q<VV") << key
-        end
+        entries, count = native_entries(index) || ruby_entries(index)
+        buf = String.new(Format::HINT_MAGIC, capacity: Format::HINT_HEADER + entries.bytesize + 4)
+        buf << [file.dev, file.ino, covered, tail_crc(file, covered), count, *index.counters].pack(Format::HINT_FIELDS)
+        buf << entries
         buf << [Format.crc32c(buf)].pack("V")
+      end
+
+      # [entries, count] straight from the native hint table and the overlay (no full map built).
+      def native_entries(index)
+        return nil unless BACKEND == :native
+
+        base, overlay = index.layers
+        return nil unless base.nil? || base.is_a?(Native::HintTable)
+
+        Native.store_hint_entries(base&.bytes, overlay, Index::GONE)
+      end
+
+      def ruby_entries(index)
+        map = index.map
+        entries = String.new(capacity: map.size * 48)
+        map.each do |key, packed|
+          entries << [packed & Format::OFFSET_MASK, packed >> Format::OFFSET_BITS, key.bytesize].pack("Q<VV") << key
+        end
+        [entries, map.size]
       end
 
       def tail_crc(file, covered)

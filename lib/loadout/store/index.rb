@@ -50,6 +50,11 @@ module Loadout
         map.each_pair(&block)
       end
 
+      # [base table or nil, overlay Hash] as they are, for the hint writer (GONE marks a deletion).
+      def layers
+        [@base, @map]
+      end
+
       # The whole key map as a Hash (built from the hint table on first use).
       def map
         materialize if @base
