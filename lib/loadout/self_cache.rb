@@ -14,6 +14,7 @@ module Loadout
   module SelfCache # :nodoc:
     MAGIC = "LOself1\n"
     LIB = File.expand_path("..", __dir__)
+    LIB_PREFIX = "#{LIB}/"
     RACY_NS = 2_000_000_000 # Validator::RACY_NS, not loaded yet at this point
     NEGATIVE = 4 # Entry::NEGATIVE (likewise)
     VERBOSE_WARNINGS = 32 # Entry::VERBOSE_WARNINGS
@@ -46,7 +47,7 @@ module Loadout
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
         table = @table or return nil
         unless (blob = table[path])
-          @stale = true if path.start_with?(LIB)
+          @stale = true if path.start_with?(LIB_PREFIX)
           return nil
         end
         payload = Native.cc_fresh_payload(blob, path, blob.getbyte(4), RACY_NS, $VERBOSE == true, nil)
@@ -137,7 +138,7 @@ module Loadout
 
         writer = CompileCache.context.writer or return
 
-        files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?("#{LIB}/") && f.end_with?(".rb") }
+        files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?(LIB_PREFIX) && f.end_with?(".rb") }
         writer.self_cache(@path, files, RubyVM::InstructionSequence.compile_option) unless files.empty?
       rescue StandardError, ScriptError
         nil
