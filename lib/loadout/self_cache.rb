@@ -136,7 +136,11 @@ module Loadout
         # Only a compile cache that did load and install (never an autoload that failed to load).
         return unless Loadout.autoload?(:CompileCache).nil? && defined?(CompileCache) && CompileCache.installed?
 
-        writer = CompileCache.context.writer or return
+        ctx = CompileCache.context
+        # A store opened read-only (readonly: true, or a cache dir it cannot write) writes nothing.
+        return if ctx.readonly
+
+        writer = ctx.writer or return
 
         files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?(LIB_PREFIX) && f.end_with?(".rb") }
         writer.self_cache(@path, files, RubyVM::InstructionSequence.compile_option) unless files.empty?

@@ -116,6 +116,31 @@ class SelfCacheTest < Minitest::Test
     end
   end
 
+  test "a store that is open read-only gets no self cache job, even when readonly was not asked for" do
+    skip "native backend only" unless Loadout::BACKEND == :native
+    Dir.mktmpdir("loadout-self-ro") do |dir|
+      config = Loadout::Config.new(cache_dir: dir, root: dir) # readonly: false
+      Loadout::Store.open(config.store_path, &:close)
+      jobs = lambda do |store|
+        Loadout::CompileCache.install!(store: store, iseq: false, yaml: false, json: false, roots: [dir])
+        sc = Loadout::SelfCache
+        { table: {}, stale: true, loaded_before: $LOADED_FEATURES.size - 1, path: "#{config.store_path}.self-x" }
+          .each { |k, v| sc.instance_variable_set(:"@#{k}", v) }
+        $LOADED_FEATURES << File.join(Loadout::SelfCache::LIB, "loadout/version.rb")
+        sc.send(:stop, config)
+        writer = Loadout::CompileCache.context.writer
+        # Taken back: this test process must not start a worker at its exit.
+        writer.instance_variable_get(:@self_job).tap { writer.instance_variable_set(:@self_job, nil) }
+      ensure
+        $LOADED_FEATURES.pop
+        Loadout::CompileCache.uninstall!
+        store.close
+      end
+      refute_nil jobs.(Loadout::Store.open(config.store_path)), "a writable store gets the job"
+      assert_nil jobs.(Loadout::Store.open(config.store_path, readonly: true))
+    end
+  end
+
   test "the file format round-trips and any damaged byte makes it unusable" do
     skip "native backend only (the self cache is off on the pure backend)" unless Loadout::BACKEND == :native
     entries = [["/lib/a.rb", "LOce entry a"], ["/lib/é.rb", "entry é".b], ["/lib/c.rb", ""]]
