@@ -50,7 +50,9 @@ class QuietSpawnTest < Minitest::Test
       # glibc's posix_spawn leaves its two internal signals (32, 33) ignored across exec; a glibc
       # program installs its own handlers for them at start, so only the other bits must agree.
       internal = 0b11 << 31
-      comparable = views.map { |v| v.sub(/^SigIgn:\s*(\h+)/) { "SigIgn: #{(Integer(Regexp.last_match(1), 16) & ~internal).to_s(16)}" } }
+      comparable = views.map do |v|
+        v.sub(/^SigIgn:\s*(\h+)/) { "SigIgn: #{(Integer(Regexp.last_match(1), 16) & ~internal).to_s(16)}" }
+      end
       assert_equal comparable.first, comparable.last, "native and Ruby twin disagree"
     ensure
       ENV.delete("QS_REPLACED")

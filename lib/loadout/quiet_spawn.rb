@@ -18,7 +18,9 @@ module Loadout
     # path. Raises SystemCallError when the child cannot be started.
     #: (Hash[String, String], Array[String]) -> Integer
     def self.call(env, argv)
-      raise ArgumentError, "QuietSpawn: argv[0] must be an absolute path, got #{argv[0].inspect}" unless argv[0].to_s.start_with?("/")
+      unless argv[0].to_s.start_with?("/")
+        raise ArgumentError, "QuietSpawn: argv[0] must be an absolute path, got #{argv[0].inspect}"
+      end
 
       if @native
         Native.spawn_quiet(argv, env.map { |name, value| "#{name}=#{value}" })

@@ -84,8 +84,12 @@ module Loadout
             blob.freeze
             racy = ctx.validator.racy_ns
             flags = blob.getbyte(5) # after magic, version
-            payload = Entry.fresh_payload(blob, abspath, racy, false) ||
-                      ((record = ctx.store.get(stat_key = Key.stat_key(key))) && Entry.fresh_payload(blob, abspath, racy, false, record))
+            payload = Entry.fresh_payload(blob, abspath, racy, false)
+            return value_of(ctx, call, abspath, :hit, flags, payload) if payload
+
+            stat_key = Key.stat_key(key) # only past the common hit: one String less per hit
+            record = ctx.store.get(stat_key)
+            payload = record && Entry.fresh_payload(blob, abspath, racy, false, record)
             return value_of(ctx, call, abspath, :hit, flags, payload) if payload
 
             payload = ctx.validator.revalidated_payload(blob, abspath, false, stat_key)

@@ -8,8 +8,8 @@ module Loadout
   module CompileCache
     # The background compiler spawned by Writer: reads a job file ([store path, roots, [[variant,
     # compile options, [path, ...]], ...], self cache job or nil]), compiles each file into the
-    # store under the key Key.new(roots) gives it, writes the self cache if asked, and exits. It never prints and never raises out: a failed job is
-    # a future miss.
+    # store under the key Key.new(roots) gives it, writes the self cache if asked, and exits. It
+    # never prints and never raises out: a failed job is a future miss.
     module Worker # :nodoc:
       def self.run(job_file) #: (String) -> void
         # Background work: let the next boot (often started right away) have the CPU first.
@@ -18,7 +18,9 @@ module Loadout
         rescue StandardError
           nil
         end
-        store_path, roots, groups, self_job = Marshal.load(File.binread(job_file)) # rubocop:disable Security/MarshalLoad -- written by our parent
+        # rubocop:disable Security/MarshalLoad -- written by our parent
+        store_path, roots, groups, self_job = Marshal.load(File.binread(job_file))
+        # rubocop:enable Security/MarshalLoad
         File.delete(job_file)
         unless groups.empty?
           store = Store.open(store_path, fail_safe: true, defer_writes: true)
