@@ -109,6 +109,8 @@ module Loadout
       def start(config)
         @table = nil
         return unless BACKEND == :native && config.compile_cache.include?(:iseq)
+        # A second setup call loads nothing (Boot keeps the first): no reason to read the file.
+        return if Loadout.autoload?(:Boot).nil? && Boot.config
         return if defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
 
         @path = path_for(config.store_path)

@@ -108,6 +108,27 @@ class SelfCacheTest < Minitest::Test
     end
   end
 
+  test "a second setup call (a no-op) does not read the self cache again" do
+    skip "native backend only" unless Loadout::BACKEND == :native
+    with_app do |app, _|
+      boot(app)
+      code = <<~RUBY
+        require "loadout"
+        Loadout.setup(cache_dir: File.join(#{app.dump}, "cache"), root: #{app.dump})
+        reads = 0
+        File.singleton_class.prepend(Module.new do
+          define_method(:binread) do |*a|
+            reads += 1 if a.first.to_s.include?(".self-")
+            super(*a)
+          end
+        end)
+        Loadout.setup(cache_dir: File.join(#{app.dump}, "cache"), root: #{app.dump})
+        print reads
+      RUBY
+      assert_equal "0", run_ruby!(code).stdout
+    end
+  end
+
   test "a readonly setup reads the self cache but never writes one" do
     skip "native backend only" unless Loadout::BACKEND == :native
     with_app do |app, _|
