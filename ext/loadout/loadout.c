@@ -1,4 +1,5 @@
 #include "loadout.h"
+#include "lp_native.h"
 
 VALUE lo_mNative;
 
@@ -14,4 +15,6 @@ Init_loadout_ext(void)
     lo_store_native_init(lo_mNative);
     lo_digest_native_init(lo_mNative);
     lo_quiet_spawn_native_init(lo_mNative);
+    lo_lp_native_init(lo_mNative);
+    lo_require_native_init(lo_mNative);
 }

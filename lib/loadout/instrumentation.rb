@@ -12,9 +12,17 @@ module Loadout
   # :json, :store) and, where there is one, :reason.
   module Instrumentation
     @subscriber = nil
+    @watchers = []
 
     class << self
       attr_reader :subscriber
+
+      # Calls +block+ with enabled? now and whenever it changes (the require hook keeps its own
+      # flag instead of asking on every require).
+      def __watch(&block) # :nodoc:
+        @watchers << block
+        block.call(enabled?)
+      end
 
       # Sets (or clears, with nil) the subscriber; it must respond to #call.
       #: (^(Symbol, String?, **untyped) -> void | nil) -> void
@@ -24,6 +32,7 @@ module Loadout
         end
 
         @subscriber = callable
+        @watchers.each { |w| w.call(enabled?) }
       end
 
       def enabled?
@@ -37,7 +46,7 @@ module Loadout
         sub = @subscriber or return
         sub.call(event, path, **info)
       rescue StandardError => e
-        @subscriber = nil
+        self.subscriber = nil
         warn "loadout: instrumentation subscriber raised #{e.class}: #{e.message}; it has been removed"
       end
     end

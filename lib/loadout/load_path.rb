@@ -1,110 +1,131 @@
 # frozen_string_literal: true
 
-require "loadout/instrumentation"
+require_relative "instrumentation"
 
 module Loadout
-  # The persisted load path index: resolves require/load through an index of every $LOAD_PATH
-  # entry with Ruby's exact precedence, restores it from the Store on a warm boot without
-  # listing any directory, and answers misses without touching the filesystem.
+  # The load path index: require's $LOAD_PATH search answered from a listing of every
+  # $LOAD_PATH directory, with Ruby's exact precedence. Listings persist in the Store (one per
+  # directory, see Codec), so a warm boot lists no directory and stats no gem directory; the
+  # table over them is rebuilt in C whenever $LOAD_PATH changes (Rails engines reorder it), at
+  # one hash probe per file. A feature no listing holds raises Ruby's LoadError after checking
+  # only the app directories that could have gained it. How the hook composes with every other
+  # require decorator: see Require.
   #
-  #   Loadout::LoadPath.install!(store: store, development_mode: false)
+  #   Loadout::LoadPath.install!(store: store)
   #   Loadout::LoadPath.find("json")  # => "/usr/lib/ruby/3.1.0/json.rb"
-  #   Loadout::LoadPath.stats         # => { restore_ms: 1.2, requires: 812, hits: 640, ... }
+  #   Loadout::LoadPath.stats         # => { requires: 812, hits: 640, restore_ms: 1.2, ... }
   module LoadPath
-    autoload :AppLoadPath, "loadout/load_path/app_load_path"
-    autoload :Cache, "loadout/load_path/cache"
-    autoload :Checker, "loadout/load_path/checker"
-    autoload :Probe, "loadout/load_path/probe"
-    autoload :Entry, "loadout/load_path/entry"
-    autoload :Feature, "loadout/load_path/feature"
-    autoload :Index, "loadout/load_path/index"
-    autoload :LoadedFeatures, "loadout/load_path/loaded_features"
-    autoload :Observer, "loadout/load_path/observer"
-    autoload :Roots, "loadout/load_path/roots"
-    autoload :Snapshot, "loadout/load_path/snapshot"
-    autoload :Table, "loadout/load_path/table"
-    autoload :BlobTable, "loadout/load_path/table"
+    %i[BootRecord Checker Codec Entry Index Lister LoadedFeatures Observer Probe AppLoadPath Roots RubyHook
+       RubyIndex State].each do |name|
+      file = name.to_s.gsub(/(?<=[a-z])(?=[A-Z])/, "_").downcase
+      autoload name, File.expand_path("load_path/#{file}", __dir__)
+    end
 
     TRUST = [nil, :stable, :all, :none].freeze
     LOCKFILES = %w[Gemfile.lock gems.locked].freeze
-    @cache = nil
-    @kernel = Kernel # read per require: no constant lookup there (see Require)
+    @state = nil
+    @boot = nil
 
     class << self
-      # Builds or restores the index for the current $LOAD_PATH and decorates require/load.
-      # +trust+: nil/:stable (default: stable entries used as stored, volatile ones checked
-      # against dir mtimes), :all (nothing checked: immutable images), :none (check stable too).
+      # Lists or restores every $LOAD_PATH directory and puts the hook in place of Ruby's
+      # require (see Require). +trust+: nil/:stable (default: stable entries used as stored,
+      # app dirs checked against dir mtimes), :all (nothing checked: immutable images), :none
+      # (check stable entries too). +development_mode+ is accepted for compatibility: a miss
+      # always re-checks the app directories that could hold the file, in every mode.
       #: (?store: untyped, ?development_mode: bool, ?ignore_directories: Array[String], ?trust: Symbol?) -> void
       def install!(store: nil, development_mode: false, ignore_directories: ["node_modules"], trust: nil)
         validate!(store, development_mode, ignore_directories, trust)
         uninstall!
-        __load_parts
-        cache = Cache.new(store: store, development_mode: development_mode,
-                          ignore: frozen_list(ignore_directories), trust: trust)
-        cache.boot!
-        Observer.attach
-        Require.__install
-        @cache = cache
+        return unsupported unless supported?
+
+        __load_parts # an autoload fired from inside the hook would come back into it
+        ignore = frozen_list(ignore_directories)
+        roots = Roots.new
+        state = State.new(lister: Lister.new(store: store, roots: roots, ignore: ignore, trust: trust),
+                          roots: roots, ignore: ignore)
+        @boot = { items: $LOAD_PATH.map { |p| BootRecord.item_of(p) }, roots: roots,
+                  loaded: [$LOADED_FEATURES.size, caller_locations.map(&:absolute_path)] }
+        Index.reset_counters
+        state.boot!
+        Require.install!
+        Instrumentation.__watch { |on| Index.instrument(on) } unless @watching
+        @watching = true
+        @state = state
         nil
       rescue ConfigError
         raise
       rescue StandardError => e
-        @cache = nil
+        uninstall!
         warn "loadout: load path index disabled (#{e.class}: #{e.message}); using plain require"
         nil
       end
 
-      # Back to plain Ruby behaviour (the decorations stay in place but pass everything through).
+      # Back to plain Ruby behaviour: the hook stays in place and is Ruby's require again.
       def uninstall!
-        @cache = nil
+        Index.activate(nil, nil) if @state
+        @state = nil
       end
 
       def installed?
-        !@cache.nil?
+        !@state.nil?
+      end
+
+      # The index needs Ruby's C require to sit under (CRuby). On other engines require is
+      # theirs (JRuby loads jars and classpath entries through it) and the index stays off.
+      def supported?
+        RUBY_ENGINE == "ruby"
       end
 
       # Returns the file require would load for +feature+ (nil if none, unknown, or not installed).
       #: (String) -> String?
       def find(feature)
-        @cache&.find(feature)
+        @state&.find(feature)
       end
 
-      # Counters for the stats printer: restore_ms, requires, hits, misses, fallbacks, rescans.
+      # Counters for the stats printer: requires, hits, misses, fallbacks (and per reason),
+      # already_loaded, rescans (directories listed), restored_entries (listings used as stored),
+      # restored (every listing came from the store), restore_ms.
       #: () -> Hash[Symbol, untyped]
       def stats
-        @cache ? @cache.stats.dup : {}
+        state = @state or return {}
+        counts = Index::COUNTERS.zip(Index.counters).to_h
+        reasons = Index::FALLBACKS.to_h { |r| [r, counts[r]] }.reject { |_, n| n.zero? }
+        lister = state.lister
+        { restore_ms: state.restore_ms, requires: counts[:requires], hits: counts[:hits], misses: counts[:misses],
+          fallbacks: reasons.values.sum, fallback_reasons: reasons, already_loaded: counts[:already_loaded],
+          rescans: lister.scanned, restored_entries: lister.restored,
+          restored: lister.scanned.zero? && lister.restored.positive? }
       end
 
       # Says what the next boot whose $LOAD_PATH is +load_path+ (at `require "loadout/setup"`)
-      # will do with the index in +store+, without changing anything: :hit (restored, no
-      # directory listed), :stale (restored, but the entries listed in +entries+ are listed
-      # again, with the directory whose mtime changed), :miss (no index for this $LOAD_PATH).
-      # +stable_roots+ are the app's (see Probe; default: this process's); +later+ are absolute
-      # items the app adds after boot (checked against their per-entry listings).
+      # will do with the listings in +store+, without changing anything: :hit (every directory
+      # restored as stored), :stale (some are listed again, with the directory that changed),
+      # :miss (some have no stored listing). +later+: absolute items the app adds after boot.
       #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?later: Array[String]) -> Hash[Symbol, untyped]
       def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [])
         raise ConfigError.new("store", store, "a Loadout::Store") if store.nil?
 
         validate!(store, false, ignore_directories, trust)
-        __load_parts
-        checker = Checker.new(store: store, ignore: frozen_list(ignore_directories), trust: trust,
-                              roots: Roots.new(stable_roots))
-        checker.call(load_path, later)
+        lister = Lister.new(store: store, roots: Roots.new(stable_roots), ignore: frozen_list(ignore_directories),
+                            trust: trust)
+        Checker.new(lister).call(load_path, later)
       end
 
-      # Builds and stores the index a boot with +load_path+ will restore (the same fingerprint
-      # as Cache#boot! computes there: pass the app's +stable_roots+), and per-entry listings
-      # for +extra+ dirs the app may add after boot. Returns { restored:, listed: } (restored:
-      # the index was already there).
+      # Lists and stores every directory of +load_path+ and +extra+ (dirs the app may add after
+      # boot) that has no usable stored listing, with the app's +stable_roots+. Returns
+      # { restored: (nothing needed listing), listed: count }.
       #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?extra: Array[String]) -> Hash[Symbol, untyped]
       def precompile(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, extra: [])
         validate!(store, false, ignore_directories, trust)
-        __load_parts
-        cache = Cache.new(store: store, development_mode: false, ignore: frozen_list(ignore_directories), trust: trust,
-                          load_path: load_path.dup.freeze, roots: Roots.new(stable_roots))
-        cache.boot!
-        listed = cache.stats[:rescans] + cache.prefill(extra)
-        { restored: cache.stats[:restored], listed: listed }
+        lister = Lister.new(store: store, roots: Roots.new(stable_roots), ignore: frozen_list(ignore_directories),
+                            trust: trust)
+        (load_path + extra).uniq.each do |item|
+          next unless item.is_a?(String) && !item.empty?
+
+          entry = lister.entry(item)
+          lister.fill(entry) unless entry.opaque?
+        end
+        { restored: lister.scanned.zero?, listed: lister.scanned }
       end
 
       # The app's lockfile under +root+ and its digest ([path, digest]), or nil: the boot
@@ -114,7 +135,7 @@ module Loadout
         return nil unless root
 
         path = LOCKFILES.map { |name| File.join(root, name) }.find { |f| File.file?(f) } or return nil
-        [path, Snapshot.digest(File.binread(path))]
+        [path, BootRecord.digest(File.binread(path))]
       rescue SystemCallError
         nil
       end
@@ -122,36 +143,47 @@ module Loadout
       # Records this boot's $LOAD_PATH in +store+ (Boot calls it at exit, only when the boot
       # records anything: a warm boot that hit writes nothing). +root+: the app root.
       def __record_boot(store, root) # :nodoc:
-        cache = @cache or return
-        record = cache.boot_record(lock_stamp(root)) or return
-        Snapshot.save_boot(store, record)
+        boot = @boot or return
+        return unless @state
+
+        known = boot[:items].to_h { |p| [p, true] }
+        later = $LOAD_PATH.select { |p| p.is_a?(String) && p.start_with?("/") && !known.key?(p) }
+        BootRecord.save(store, { load_path: boot[:items], stable_roots: boot[:roots].stable,
+                                 later: later.uniq.first(BootRecord::KEEP_LATER), lock: lock_stamp(root),
+                                 before: loaded_before(boot[:loaded]) })
       end
 
-      # Loads every part now: an autoload fired from inside require would come back into us.
-      # (Scan is left out: a warm boot never lists a directory, so it need not load it.)
+      def __state # :nodoc:
+        @state
+      end
+
+      # Loads every part a refresh uses now (tests, and anyone who wants the boot's cost paid
+      # up front); Scan stays lazy: a warm boot lists no directory.
       def __load_parts # :nodoc:
-        [Cache, Entry, Feature, Index, LoadedFeatures, Observer, Roots, Snapshot, Table, BlobTable, Require]
-      end
-
-      def __cache # :nodoc:
-        @cache
-      end
-
-      # Whether Kernel#require's next method is RubyGems' (asked per call: RubyGems may be
-      # loaded after install, e.g. under --disable-gems).
-      def __rubygems_via # :nodoc:
-        @kernel.private_method_defined?(:gem_original_require) ? :rubygems : :plain
-      end
-
-      def __load_path_changed # :nodoc:
-        @cache&.lp_changed!
-      end
-
-      def __loaded_features_changed # :nodoc:
-        @cache&.lf_changed!
+        parts = [State, Lister, Entry, Codec, Index, Roots, BootRecord, Require]
+        parts.concat([RubyHook, RubyIndex, LoadedFeatures, Observer]) unless BACKEND == :native
+        parts
       end
 
       private
+
+      def unsupported
+        if Instrumentation.enabled?
+          Instrumentation.emit(:fallback, nil, cache: :load_path, reason: :"unsupported_#{RUBY_ENGINE}")
+        end
+        nil
+      end
+
+      # The Ruby files loaded before install: the files still being loaded (the main script,
+      # config/boot.rb: the call stack), then what $LOADED_FEATURES held. loadout never serves
+      # them and the next boot loads them the same way, so `loadout check` must not count them
+      # as misses.
+      def loaded_before((count, stack))
+        loading = stack.reverse.select { |f| f.is_a?(String) && f.start_with?("/") } # main script first
+        features = $LOADED_FEATURES.first(count)
+        list = loading + features.select { |f| f.is_a?(String) && f.start_with?("/") && f.end_with?(".rb") }
+        list.uniq.first(BootRecord::KEEP_BEFORE)
+      end
 
       def frozen_list(dirs)
         dirs.map { |d| d.dup.freeze }.freeze
@@ -162,7 +194,8 @@ module Loadout
           raise ConfigError.new("development_mode", development_mode, "true or false")
         end
         unless ignore_directories.is_a?(Array) && ignore_directories.all?(String)
-          raise ConfigError.new("ignore_directories", ignore_directories, "an Array of directory names or absolute paths")
+          raise ConfigError.new("ignore_directories", ignore_directories,
+                                "an Array of directory names or absolute paths")
         end
         raise ConfigError.new("trust", trust, "nil, :stable, :all or :none") unless TRUST.include?(trust)
 

@@ -1,121 +1,72 @@
 # frozen_string_literal: true
 
 module Loadout
-  # The only monkey patch: Kernel#require, Kernel.require, Kernel#load and Kernel.load ask the
-  # load path index first, then call the method they decorate, with the absolute path, so Ruby
-  # keeps doing the loading, locking and $LOADED_FEATURES bookkeeping. Whatever the index cannot
-  # prove goes to the decorated method unchanged.
+  # Where loadout's require goes: in place of Ruby's own C require, below every decorator.
   #
-  # The modules are prepended once and stay (a prepended module cannot be removed); when the
-  # index is uninstalled they only call super. Prepending to Kernel puts them in front of
-  # RubyGems' Kernel#require (which stays next in the chain, and still sees every feature the
-  # index hands over unresolved, so gem activation on demand is unchanged) and of any
-  # alias-style decoration added later (Zeitwerk).
+  # A process holds a chain of require decorators: RubyGems' Kernel#require (unless Bundler
+  # removed it), Bundler's bundled-gems warning (Ruby 3.3), Zeitwerk's Kernel#require, Bootsnap,
+  # an app's alias chain or prepended module. Each one ends by calling what it wrapped, by name
+  # (gem_original_require, zeitwerk_original_require, require_without_bootsnap, super), and the
+  # chain bottoms out in Ruby's C require. Every such name is a method entry of Kernel (or of
+  # Kernel's singleton class, for Kernel.require) whose body is that C function.
+  #
+  # install! replaces each of those entries, under the same name and visibility, with
+  # loadout's hook: a C function too (require_native.c) that answers the $LOAD_PATH search from
+  # the index and otherwise does exactly what rb_require_string does. So:
+  # - every decorator, installed before or after loadout, still runs, in the same order, with
+  #   the argument it would get without loadout (Zeitwerk sees the directory path an autoload of
+  #   an implicit namespace passes, RubyGems sees the feature name and still activates gems on a
+  #   LoadError);
+  # - a decorator installed later (an alias of Kernel#require taken after setup) wraps the hook
+  #   like it would wrap Ruby's require; Bundler's reverse of RubyGems' mixin
+  #   (define_method(:require, instance_method(:gem_original_require))) copies the hook;
+  # - nothing is prepended, so `alias_method` after a prepend (which captures the prepended
+  #   method: the cause of the super/recursion errors this design replaces) cannot happen;
+  # - an UnboundMethod of Ruby's require captured before install keeps calling Ruby's require:
+  #   that path is not accelerated, and not changed either.
+  # The hook stays in place for the process; with the index uninstalled it is rb_require_string.
   module Require
-    # Kernel#load and Kernel.load are decorated alike: relative paths that are not ./ or ../ are
-    # searched in $LOAD_PATH, so the index answers them too.
-    module Load # :nodoc:
-      def load(file, *args)
-        cache = LoadPath.__cache or return super
-        abspath = cache.resolve(file, :load)
-        return super if abspath.nil?
+    class << self
+      # Replaces every entry of Ruby's C require not replaced yet. Returns how many it replaced.
+      #: () -> Integer
+      def install!
+        found = targets
+        verbose = $VERBOSE
+        $VERBOSE = nil # redefining an aliased C method warns under -w; nothing here is a mistake
+        found.each { |mod, name, public| hook(mod, name, public) }
+        found.size
+      ensure
+        $VERBOSE = verbose
+      end
 
-        begin
-          super(abspath, *args)
-        rescue LoadError => e
-          raise unless e.path == abspath && cache.stale!(abspath)
-
-          super(file, *args)
+      # [module, name, public?] for each method entry of Kernel and Kernel's singleton class that
+      # is Ruby's C require itself or an alias of it, whatever its name.
+      def targets
+        [::Kernel, ::Kernel.singleton_class].flat_map do |mod|
+          names = mod.private_instance_methods(false).map { |n| [n, false] } +
+                  mod.public_instance_methods(false).map { |n| [n, true] }
+          # (The native hook is a C function named like the entry it replaced, so it matches
+          # again here: replacing it by itself changes nothing.)
+          names.filter_map { |(name, public)| [mod, name, public] if ruby_require?(mod, name) }
         end
       end
-    end
-
-    # Kernel#require / Kernel#load (private instance methods, what a bare `require` calls).
-    module Instance # :nodoc:
-      include Load
-      private :load
 
       private
 
-      def require(feature)
-        cache = LoadPath.__cache or return super
-        abspath = cache.resolve(feature, LoadPath.__rubygems_via)
-        return super if abspath.nil?
-        # :miss and :rubygems_miss are LoadPath::Cache::MISS and RUBYGEMS_MISS, spelled out:
-        # Ruby 3.1 drops every constant cache whenever a class is defined (about once per
-        # required file), so a constant named here would be looked up again on each require.
-        return Require.__raise_load_error(feature) if abspath == :miss
-        if abspath == :rubygems_miss
-          return gem_original_require(feature) if Require.__try_activate(feature, cache)
-
-          return Require.__raise_load_error(feature)
-        end
-
-        begin
-          super(abspath)
-        rescue LoadError => e
-          raise unless e.path == abspath && cache.stale!(abspath)
-
-          super(feature)
-        end
-      end
-    end
-
-    # Kernel.require / Kernel.load: the module functions, which RubyGems does not decorate.
-    module Singleton # :nodoc:
-      include Load
-
-      def require(feature)
-        cache = LoadPath.__cache or return super
-        abspath = cache.resolve(feature, :plain)
-        return super if abspath.nil?
-        return Require.__raise_load_error(feature) if abspath == :miss # LoadPath::Cache::MISS
-
-        begin
-          super(abspath)
-        rescue LoadError => e
-          raise unless e.path == abspath && cache.stale!(abspath)
-
-          super(feature)
-        end
-      end
-    end
-
-    class << self
-      # The LoadError Ruby raises for a feature found nowhere (load.c load_failed).
-      def __raise_load_error(feature) # :nodoc:
-        error = LoadError.new("cannot load such file -- #{feature}")
-        error.instance_variable_set(:@path, feature)
-        # Drop our two frames so the backtrace starts at the require call, like Ruby's.
-        error.set_backtrace(caller(2))
-        raise error
+      def ruby_require?(mod, name)
+        um = mod.instance_method(name)
+        um.owner == mod && um.source_location.nil? && um.original_name == :require && um.arity == 1
       end
 
-      # What RubyGems' Kernel#require does when Ruby's require raised LoadError for +feature+
-      # (rubygems/core_ext/kernel_require.rb, its rescue clause): Gem.try_activate under the
-      # activation monitor; when it activated a gem, RubyGems requires again with Ruby's own
-      # require. The index proved the first attempt would fail, so it is skipped: a miss costs
-      # what try_activate costs (a File.file? per installed gem and suffix), not a $LOAD_PATH
-      # scan. An error from try_activate (version conflict) has the LoadError as cause, as in
-      # RubyGems.
-      def __try_activate(feature, cache) # :nodoc:
-        error = LoadError.new("cannot load such file -- #{feature}")
-        error.instance_variable_set(:@path, feature)
-        begin
-          raise error
-        rescue LoadError
-          activated = ::Kernel::RUBYGEMS_ACTIVATION_MONITOR.synchronize { Gem.try_activate(feature) }
+      def hook(mod, name, public)
+        if BACKEND == :native
+          Native.lp_hook(mod, name, public)
+        else
+          original = mod.instance_method(name)
+          hook = LoadPath::RubyHook
+          mod.send(:define_method, name) { |feature| hook.require(self, feature, original) }
+          mod.send(:private, name) unless public
         end
-        cache.activated!(feature) if activated
-        activated
-      end
-
-      def __install # :nodoc:
-        return if @installed
-
-        ::Kernel.prepend(Instance)
-        ::Kernel.singleton_class.prepend(Singleton)
-        @installed = true
       end
     end
   end

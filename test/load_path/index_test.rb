@@ -2,92 +2,97 @@
 
 require "test_helper"
 
+# The table and the lookup: the backend under test, and the Ruby twin against the C one on the
+# same inputs (when the extension is built).
 class LoadPathIndexTest < Minitest::Test
   LP = Loadout::LoadPath
-  RB_THEN_SO = LP::Feature::RB_THEN_SO
+  TWIN = LP::RubyIndex
 
-  def entry(name, files, kind: :stable)
-    e = LP::Entry.new("/#{name}", "/#{name}", kind)
-    e.files = files
-    e
+  def listing(names)
+    names.empty? ? "" : "#{names.join("\0")}\0"
   end
 
-  def found(index, stem, exts = RB_THEN_SO)
-    r = index.lookup(stem, exts)
-    r.is_a?(Array) ? r[0].abspath(r[1]) : r
+  def table(*lists, opaque_at: nil)
+    listings = lists.map { |l| LP::Index.listing(listing(l)) }
+    listings.insert(opaque_at, nil) if opaque_at
+    bases = listings.each_with_index.map { |l, i| l && "/e#{i}" }
+    LP::Index.table(listings, bases)
   end
 
-  test "first entry wins; .rb anywhere beats .so anywhere" do
-    a = entry("a", %w[x.so y.rb])
-    b = entry("b", %w[x.rb y.rb z.so])
-    index = LP::Index.build([a, b])
-    assert_equal "/b/x.rb", found(index, "x")
-    assert_equal "/a/x.so", found(index, "x", LP::Feature::SO)
-    assert_equal "/a/y.rb", found(index, "y")
-    assert_equal "/b/z.so", found(index, "z")
-    assert_nil found(index, "nope")
+  def look(table, feature)
+    found = LP::Index.lookup(table, feature)
+    found.is_a?(Array) ? "e#{found[0]}/#{found[1]}" : found
   end
 
-  test "a blob table answers exactly like the hash table it was made from" do
-    files = (0...500).map { |i| "d#{i % 7}/f#{i}.#{i.even? ? "rb" : "so"}" } + ["ünï/x.rb", "x.y.rb"]
-    entries = Array.new(4) { |i| entry("e#{i}", files.select.with_index { |_, j| (j + i) % 3 != 0 }) }
-    table = LP::Table.new(entries)
-    mask, buckets = table.to_blob
-    blob = LP::BlobTable.new(entries, mask, Marshal.load(Marshal.dump(buckets)))
-    (files + %w[missing.rb d1/f.rb]).each do |rel|
-      expected = table.min(rel)
-      expected.nil? ? assert_nil(blob.min(rel), rel) : assert_equal(expected, blob.min(rel), rel)
+  test "the first entry holding a name wins; x.rb in any entry beats x.so in an earlier one" do
+    t = table(%w[x.so y.rb], %w[x.rb y.rb z.so])
+    assert_equal "e1/x.rb", look(t, "x")
+    assert_equal "e0/x.so", look(t, "x.so")
+    assert_equal "e0/x.so", look(t, "x.o"), "Ruby maps .o to DLEXT"
+    assert_equal "e0/y.rb", look(t, "y")
+    assert_equal "e1/z.so", look(t, "z")
+    assert_equal "e0/y.rb", look(t, "y.rb")
+    assert_equal :miss, look(t, "z.rb")
+    assert_equal :miss, look(t, "nope")
+  end
+
+  test "unknown extensions keep the whole name, like load.c" do
+    t = table(%w[task.rake.rb v1.2/x.rb])
+    assert_equal "e0/task.rake.rb", look(t, "task.rake")
+    assert_equal "e0/v1.2/x.rb", look(t, "v1.2/x")
+    assert_equal :miss, look(t, "task")
+  end
+
+  test "an entry the index cannot describe makes what lies after it unknown" do
+    t = table(%w[x.rb], %w[y.rb z.so], opaque_at: 1)
+    assert_equal "e0/x.rb", look(t, "x")
+    assert_equal :unknown_entry, look(t, "y"), "the opaque entry may hold y.rb"
+    assert_equal :unknown_entry, look(t, "nope"), "a miss is only certain when every entry was listed"
+    t2 = table(%w[x.so], opaque_at: 1)
+    assert_equal :unknown_entry, look(t2, "x"), "the opaque entry may hold x.rb, which beats x.so"
+    assert_equal "e0/x.so", look(t2, "x.so")
+  end
+
+  test "bad listings are refused" do
+    assert_raises(ArgumentError) { LP::Index.listing("no-terminator") }
+    assert_raises(ArgumentError) { LP::Index.listing("a.rb\0\0b.rb\0") }
+    assert_raises(ArgumentError) { LP::Index.table([LP::Index.listing("")], []) }
+  end
+
+  test "the twin answers exactly like the C table on thousands of names" do
+    skip "the C extension is not built (LOADOUT_PURE=1 runs the twin alone)" unless Loadout::BACKEND == :native
+
+    names = (0...3000).map { |i| "d#{i % 13}/f#{i % 1000}.#{i % 3 == 0 ? "so" : "rb"}" } + ["x.y.rb", "a/b.c/d.rb"]
+    lists = Array.new(6) { |i| names.select.with_index { |_, j| (j * 7 + i) % 5 != 0 } }
+    blobs = lists.map { |l| listing(l) }
+    bases = Array.new(7) { |i| "/e#{i}" }
+    [nil, 3].each do |opaque|
+      native = blobs.map { |b| Loadout::Native.lp_listing(b) }
+      twin = blobs.map { |b| TWIN::Listing.new(b) }
+      [native, twin].each { |l| l.insert(opaque, nil) } if opaque
+      n = Loadout::Native.lp_table(native, bases.first(native.size))
+      r = TWIN::Table.new(twin, bases.first(twin.size))
+      probes = names.map { |f| f.sub(/\.(rb|so)\z/, "") } + names + %w[nope d1/nope.rb x.y v1 a/b.c/d]
+      probes.each do |f|
+        assert_equal TWIN.lookup(r, f), Loadout::Native.lp_lookup(n, f), "#{f} (opaque at #{opaque.inspect})"
+      end
     end
   end
 
-  test "views: a push or unshift reuses the table, a removed entry makes its files unknown" do
-    a = entry("a", %w[x.rb])
-    b = entry("b", %w[x.rb y.rb])
-    c = entry("c", %w[z.rb y.rb])
-    LP::Index.build([a, b, c])
-    d = entry("d", %w[w.rb], kind: :volatile)
-    pushed = LP::Index.build([d, a, b, c])
-    assert_equal 2, pushed.views.size
-    assert_equal "/a/x.rb", found(pushed, "x")
-    removed = LP::Index.build([b, c]) # a deleted
-    assert_equal LP::Index::UNKNOWN, found(removed, "x"), "b may or may not hold x: only its first holder is known"
-    assert_equal "/b/y.rb", found(removed, "y")
-    reordered = LP::Index.build([c, a, b])
-    assert_equal "/c/z.rb", found(reordered, "z")
-    assert_equal LP::Index::UNKNOWN, found(reordered, "y")
-  end
-
-  test "consecutive volatile entries share one table; a rescanned one leaves a hole that is never a wrong answer" do
-    comps = Array.new(50) { |i| entry("c#{i}", ["c#{i}/f.rb", "shared.rb"], kind: :volatile) }
-    comps[20].files += ["only20.rb", "both.rb"]
-    comps[30].files += ["both.rb"]
-    gems = [entry("gem", %w[gem.rb both.rb])]
-    index = LP::Index.build(comps + gems)
-    assert_equal 1, index.views.size, "one table for the whole run, not one per app directory"
-    assert_equal "/c7/c7/f.rb", found(index, "c7/f")
-    assert_equal "/c0/shared.rb", found(index, "shared")
-    assert_equal "/c20/both.rb", found(index, "both")
-
-    # c20 rescanned (only20.rb and both.rb deleted): it gets its own table, the old listing stays.
-    fresh = entry("c20", ["c20/f.rb", "shared.rb", "new20.rb"], kind: :volatile)
-    rebuilt = LP::Index.build(comps[0, 20] + [fresh] + comps[21..] + gems)
-    assert_equal 3, rebuilt.views.size
-    assert_equal "/c20/new20.rb", found(rebuilt, "new20")
-    assert_equal "/c20/c20/f.rb", found(rebuilt, "c20/f")
-    assert_equal "/c40/c40/f.rb", found(rebuilt, "c40/f")
-    assert_equal "/gem/gem.rb", found(rebuilt, "gem")
-    assert_equal LP::Index::UNKNOWN, found(rebuilt, "only20") # Ruby answers (a LoadError)
-    assert_nil found(rebuilt, "nowhere")
-    # c30 and the gem still hold both.rb, but the shared table only knows c20 had it: unknown.
-    assert_equal LP::Index::UNKNOWN, found(rebuilt, "both")
-  end
-
-  test "an opaque entry stops the search with unknown" do
-    a = entry("a", %w[x.rb])
-    o = LP::Entry.new(Object.new, nil, :opaque)
-    b = entry("b", %w[y.rb])
-    index = LP::Index.build([a, o, b])
-    assert_equal "/a/x.rb", found(index, "x")
-    assert_equal LP::Index::UNKNOWN, found(index, "y")
+  test "dir freshness: every directory's mtime, the C and Ruby checks agree" do
+    with_files([["a/b/c.rb", "nil"], ["a/d/", nil]]) do |dir|
+      base = "#{dir}/a"
+      dirs = ["", "b", "d"]
+      mtimes = dirs.map { |d| st = File.stat(d.empty? ? base : "#{base}/#{d}"); (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec }
+      blob = "\0b\0d\0" # "" is the root itself
+      packed = mtimes.pack("q*")
+      checks = [TWIN.method(:dirs_fresh?)]
+      checks << Loadout::Native.method(:lp_dirs_fresh) if Loadout::BACKEND == :native
+      checks.each do |check|
+        assert check.call(base, blob, packed), check.inspect
+        refute check.call(base, blob, (mtimes.take(2) + [1]).pack("q*")), check.inspect
+        refute check.call("#{dir}/nope", blob, packed), check.inspect
+      end
+    end
   end
 end

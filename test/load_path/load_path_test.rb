@@ -34,7 +34,7 @@ class LoadPathTest < Minitest::Test
       lines = result.stdout.lines.map(&:chomp)
       assert_equal "true", lines[0]
       assert_equal "#{dir}/a/x.rb".inspect, lines[1]
-      assert_equal [[:hit, "x", nil], [:miss, "nope_nope", nil], [:fallback, "sub/../x", :dot_segment]].inspect, lines[2]
+      assert_equal [[:hit, "x", nil], [:miss, "nope_nope", nil], [:fallback, "sub/../x", :shape]].inspect, lines[2]
       assert_equal "[1, 1, 1]", lines[3]
       assert_equal "true", lines[4]
       assert_equal ["false", "{}", "nil"], lines[5..7]

@@ -138,25 +138,3 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 end
-
-class LoadPathSnapshotRetentionTest < Minitest::Test
-  Snapshot = Loadout::LoadPath::Snapshot
-
-  test "only the most recent indexes are kept in the store" do
-    store = Loadout::TestSupport::FakeStore.open
-    keys = (0...12).map { |i| "lp/idx/#{i}" }
-    keys.each do |k|
-      store.put(k, "x")
-      Snapshot.remember(store, k, ["lp/ent/#{k}"])
-    end
-    kept = store.keys.grep(%r{\Alp/idx/})
-    assert_equal keys.last(Snapshot::KEEP_INDEXES).sort, kept.sort
-  end
-
-  test "a damaged retention list is reset, not an error" do
-    store = Loadout::TestSupport::FakeStore.open
-    store.put(Snapshot::RECENT_KEY, "garbage")
-    Snapshot.remember(store, "lp/idx/a", [])
-    assert_equal [["lp/idx/a"], []], Marshal.load(store.get(Snapshot::RECENT_KEY))
-  end
-end

@@ -23,7 +23,7 @@ module Loadout
         # The one $LOAD_PATH `check` answers for: the record when usable, else the probe's.
         #: (untyped, String) -> Target
         def for_check(store, root)
-          record = Snapshot.load_boot(store)
+          record = BootRecord.load(store)
           why = record && stale_record(record, root)
           return from_record(record) if record && why.nil?
 
@@ -37,7 +37,7 @@ module Loadout
         # dropped), the dirs whose listings it stores, and the reasons a source was not used.
         #: (untyped, String) -> [Array[Target], Array[String], Array[String]]
         def for_precompile(store, root)
-          record = Snapshot.load_boot(store)
+          record = BootRecord.load(store)
           why = record && stale_record(record, root)
           targets = []
           notes = []

@@ -2,23 +2,22 @@
 
 module Loadout
   module LoadPath
-    # One $LOAD_PATH item. +kind+ says how far its listing can be trusted:
+    # One $LOAD_PATH item as the index sees it. +kind+ says how far its listing can be trusted:
     # - :stable   under the Ruby prefix, a Gem.path gem dir or the bundle path: its file set only
     #             changes with a new path, so a stored listing is used without any syscall;
-    # - :volatile anything else (app dirs): a stored listing is checked against recorded dir mtimes;
-    # - :relative a relative item: expanded against the cwd, never stored, rescanned on chdir;
-    # - :opaque   an item the index cannot describe (not a String, "~", bad encoding, a directory
-    #             it could not read): a lookup that reaches it falls back to Ruby.
+    # - :volatile anything else (app dirs): a stored listing is checked against the recorded
+    #             mtime of every directory in its tree;
+    # - :opaque   an item the index cannot describe (not a String, relative, "~", not ASCII, a
+    #             directory it could not read): a search that reaches it is left to Ruby.
+    # +expanded+ is File.expand_path of the item (the store key, and what says stable or not);
+    # +base+ the directory Ruby joins features to: Ruby builds its expanded load path with
+    # realpath (load.c rb_construct_expanded_load_path: rb_check_realpath, else the item as is),
+    # so a file found through a symlinked entry is recorded under the entry's realpath. A stable
+    # entry's base comes from the store (see Roots#trusts_base?); an app dir's is computed.
     class Entry # :nodoc:
-      attr_reader :lpath, :expanded, :kind
-      attr_accessor :table, :local, :files, :dirs, :mtimes
-      # True when the listing holds no file (site dirs often do): such an entry can never win,
-      # so the index leaves it out of the search (it still counts for $LOADED_FEATURES).
-      attr_accessor :empty
-
       # Scan errors that cannot hide a file Ruby could open: a broken link or a vanished file is
       # as unopenable for Ruby; a name that is not UTF-8 is only reachable by a feature that is
-      # not UTF-8 either, and those fall back. Anything else (EACCES, a directory loop that Ruby
+      # not ASCII either, and those go to Ruby. Anything else (EACCES, a directory loop that Ruby
       # would happily walk through) makes the entry :opaque.
       HARMLESS_ERRORS = %i[invalid_encoding enoent eloop enotdir].freeze
 
@@ -28,115 +27,127 @@ module Loadout
       RACY_NS = 1_000_000_000
       RACY = -1
 
-      def initialize(lpath, expanded, kind)
-        @lpath = lpath
+      attr_reader :item, :expanded, :source, :kind
+      # +listing+: the index's form of the files (Index.listing); +dirs+/+mtimes+: the stored
+      # blobs of the tree's directories (see Codec), for freshness checks.
+      attr_accessor :base, :listing, :size, :dirs, :mtimes
+
+      # +source+: what Ruby takes the realpath of (the item, joined to the cwd when relative).
+      def initialize(item, expanded, kind, source = expanded)
+        @item = item
         @expanded = expanded
+        @source = source
+        @base = nil
         @kind = kind
-        @table = nil
-        @local = nil
-        @files = nil
+        @listing = nil
+        @size = 0
         @dirs = nil
         @mtimes = nil
         @mtime_map = nil
-        @base = nil
       end
 
       def opaque?
         @kind == :opaque
       end
 
+      def volatile?
+        @kind == :volatile
+      end
+
+      def stable?
+        @kind == :stable
+      end
+
       def opaque!
         @kind = :opaque
+        @listing = nil
       end
 
-      def volatile?
-        @kind == :volatile || @kind == :relative
+      # Holds no requirable file: cannot win a search, need not be searched.
+      def empty?
+        @size.zero?
       end
 
-      # Lists the directory tree (once). Returns false when the listing cannot be trusted.
-      def scan!(ignore)
+      # Takes a decoded stored listing (Codec::Decoded).
+      def adopt(decoded)
+        @base = decoded.base.frozen? ? decoded.base : decoded.base.dup.freeze
+        @listing = Index.listing(decoded.files)
+        @size = Index.listing_size(@listing)
+        @dirs = decoded.dirs
+        @mtimes = decoded.mtimes
+        @mtime_map = nil
+      end
+
+      # Forgets the listing: the next refresh lists the directory again.
+      def forget!
+        @listing = nil
+        @mtime_map = nil
+      end
+
+      # Lists the tree. Returns [files, dirs, mtimes] (Arrays) or nil when the listing cannot be
+      # trusted (the entry turned :opaque).
+      def scan(ignore)
         started = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-        result = Scan.call(@expanded, ignore: ignore)
+        result = Scan.call(@base, ignore: ignore)
         if result.errors.any? { |(_, reason)| !HARMLESS_ERRORS.include?(reason) }
           opaque!
-          return false
+          return nil
         end
-        # A file name holding a newline cannot be stored in a table; no feature can name it
-        # (such features fall back), so leaving it out changes no answer.
-        @files = result.files.reject { |f| f.include?("\n") }
-        @empty = @files.empty?
-        @dirs = result.dirs
         limit = started - RACY_NS
-        @mtimes = result.dir_mtimes.map { |m| m >= limit ? RACY : m }
-        @mtime_map = nil
-        true
+        [result.files, result.dirs, result.dir_mtimes.map { |m| m >= limit ? RACY : m }]
       end
 
-      # The listing's dirs still have their recorded mtimes (every dir, empty ones included, so
-      # a file added anywhere is noticed). A root that was missing must still be missing.
+      # The stored listing still describes the tree: every directory (empty ones included, so a
+      # file added anywhere is noticed) has its recorded mtime. A root that was missing must
+      # still be missing.
       def fresh?
-        return !File.directory?(@expanded) if @dirs.nil? || @dirs.empty?
+        return !File.directory?(@base) if @dirs.nil? || @dirs.empty?
 
-        @dirs.each_with_index do |rel, i|
-          return false unless mtime_ns(rel.empty? ? @expanded : "#{@expanded}/#{rel}") == @mtimes[i]
-        end
-        true
+        Index.dirs_fresh?(@base, @dirs, @mtimes)
       end
 
       # What fresh? would find changed, for `loadout check`: up to +limit+ [dir, why] pairs.
       def changes(limit = 3)
         if @dirs.nil? || @dirs.empty?
-          return File.directory?(@expanded) ? [[@expanded, "created since it was listed"]] : []
+          return File.directory?(@base) ? [[@base, "created since it was listed"]] : []
         end
 
         found = []
-        @dirs.each_with_index do |rel, i|
-          path = rel.empty? ? @expanded : "#{@expanded}/#{rel}"
+        mtime_map.each do |rel, recorded|
+          path = rel.empty? ? @base : "#{@base}/#{rel}"
           now = mtime_ns(path)
-          next if now == @mtimes[i]
+          next if now == recorded
 
-          found << [path, why_changed(now, @mtimes[i])]
+          found << [path, why_changed(now, recorded)]
           break if found.size >= limit
         end
         found
       end
 
-      # Development mode: could a file for +stem+ have appeared since the listing? One stat: the
-      # deepest recorded directory on the way to the file (creating a dir changes its parent).
-      def maybe_changed_for?(stem)
-        return true if @dirs.nil?
-        return File.directory?(@expanded) if @dirs.empty?
+      # Could a file under +dir+ (relative, "" for the root) have appeared since the listing? One
+      # stat: the deepest recorded directory on the way (creating a dir changes its parent).
+      def maybe_changed_for?(dir)
+        return File.directory?(@base) if @dirs.nil? || @dirs.empty?
 
-        @mtime_map ||= @dirs.each_with_index.to_h { |rel, i| [rel, @mtimes[i]] }
-        rel = File.dirname(stem)
-        rel = "" if rel == "."
-        until @mtime_map.key?(rel)
-          slash = rel.rindex("/")
-          rel = slash ? rel[0, slash] : ""
+        map = mtime_map
+        dir = "" if dir == "."
+        until map.key?(dir)
+          slash = dir.rindex("/")
+          dir = slash ? dir[0, slash] : ""
         end
-        mtime_ns(rel.empty? ? @expanded : "#{@expanded}/#{rel}") != @mtime_map[rel]
+        mtime_ns(dir.empty? ? @base : "#{@base}/#{dir}") != map[dir]
       end
 
-      # The directory Ruby joins features to. Ruby 3.1 builds its expanded load path with
-      # realpath (load.c rb_construct_expanded_load_path: rb_check_realpath, else the item as
-      # is), so a feature found through a symlinked entry is recorded in $LOADED_FEATURES under
-      # the entry's realpath. Stable entries keep the stored value; others compute it per boot.
-      def base
-        @base ||= begin
-          File.realpath(@expanded)
-        rescue SystemCallError, ArgumentError, TypeError
-          @lpath.is_a?(String) ? @lpath : @expanded
-        end
-      end
-
-      attr_writer :base
-
+      # The path Ruby would record for +rel+ found in this entry.
       def abspath(rel)
-        b = base
-        b == "/" ? "/#{rel}" : "#{b}/#{rel}"
+        @base == "/" ? "/#{rel}" : "#{@base}/#{rel}"
       end
 
       private
+
+      def mtime_map
+        @mtime_map ||= Codec.names(@dirs).zip(@mtimes.unpack("q*")).to_h
+      end
 
       def why_changed(now, recorded)
         return "removed" if now.nil?

@@ -26,7 +26,7 @@ module Loadout
       DEPTH = 3
 
       def initialize
-        @known_ext = KNOWN_EXT # read per added feature: no constant lookup there (see Cache)
+        @known_ext = KNOWN_EXT # read per added feature: no constant lookup there (see Index)
         @by_tail = {}
         @seen = 0
         @stale = true
@@ -36,7 +36,8 @@ module Loadout
         @stale = true
       end
 
-      # +stem+: the feature without a known extension; +lpaths+: Hash of expanded entries.
+      # +stem+: the feature without a known extension; +lpaths+: Hash of expanded entries, or nil
+      # to count a loaded feature under any directory (a coarser superset).
       def maybe_loaded?(stem, lpaths)
         sync
         candidates = @by_tail[tail_key(stem, stem.count("/") + 1)] or return false
@@ -47,7 +48,7 @@ module Loadout
           next unless bare.end_with?(tail)
 
           prefix = bare.byteslice(0, bare.bytesize - tail.bytesize)
-          return true if lpaths.key?(prefix) || (prefix.empty? && lpaths.key?("/"))
+          return true if lpaths.nil? || lpaths.key?(prefix) || (prefix.empty? && lpaths.key?("/"))
         end
         false
       end

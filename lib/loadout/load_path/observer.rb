@@ -2,11 +2,10 @@
 
 module Loadout
   module LoadPath
-    # Extended onto $LOAD_PATH and $LOADED_FEATURES: every Array method that can change the
-    # contents calls the original, then tells the cache. Rebuilding is deferred to the next
-    # require, so a burst of mutations costs one refresh. Cheap cases stay cheap there: views
-    # reuse every table whose entries are still adjacent (see Index). When loadout is
-    # uninstalled the hooks only pass through (a module cannot be removed from an object).
+    # The pure-Ruby backend only: extended onto $LOADED_FEATURES, every Array method that can
+    # change its contents calls the original, then marks RubyHook's LoadedFeatures stale (Ruby
+    # appends to it in C, unseen, which LoadedFeatures notices by its size). The native hook asks
+    # Ruby itself (rb_feature_provided) and needs none of this.
     module Observer # :nodoc:
       MUTATORS = %i[
         << push append concat unshift prepend insert []= delete delete_at delete_if reject! select!
@@ -14,27 +13,22 @@ module Loadout
         sort! sort_by! shuffle! slice! pop shift
       ].freeze
 
-      def self.define(mod, hook)
+      LoadedFeaturesHooks = Module.new do
         MUTATORS.each do |name|
-          mod.define_method(name) do |*args, **kw, &block|
+          define_method(name) do |*args, **kw, &block|
             kw.empty? ? super(*args, &block) : super(*args, **kw, &block)
           ensure
             # Also when a block raised half-way through delete_if & co.
-            LoadPath.__send__(hook)
+            RubyHook.loaded_features_changed
           end
         end
-        mod
       end
-
-      LoadPathHooks = define(Module.new, :__load_path_changed)
-      LoadedFeaturesHooks = define(Module.new, :__loaded_features_changed)
 
       class << self
         def attach
-          $LOAD_PATH.extend(LoadPathHooks) unless $LOAD_PATH.frozen? || $LOAD_PATH.is_a?(LoadPathHooks)
-          unless $LOADED_FEATURES.frozen? || $LOADED_FEATURES.is_a?(LoadedFeaturesHooks)
-            $LOADED_FEATURES.extend(LoadedFeaturesHooks)
-          end
+          return if $LOADED_FEATURES.frozen? || $LOADED_FEATURES.is_a?(LoadedFeaturesHooks)
+
+          $LOADED_FEATURES.extend(LoadedFeaturesHooks)
         end
       end
     end

@@ -20,11 +20,28 @@ module Loadout
         @stable = stable ? stable.dup.freeze : stable_roots
       end
 
-      def classify(expanded)
-        return :volatile if VOLATILE.any? { |r| under?(expanded, r) }
-        return :stable if @stable.any? { |r| under?(expanded, r) }
+      # :stable or :volatile for an entry at +expanded+ (File.expand_path of the item) whose
+      # realpath is +base+: a gem dir reached through a symlinked gem home is still a gem dir.
+      def classify(expanded, base = expanded)
+        paths = expanded == base ? [expanded] : [expanded, base]
+        return :volatile if paths.any? { |p| VOLATILE.any? { |r| under?(p, r) } }
+        return :stable if paths.any? { |p| @stable.any? { |r| under?(p, r) } }
 
         :volatile
+      end
+
+      # Whether +base+, the realpath stored for the stable entry at +expanded+, still holds: the
+      # realpath of its stable root (computed once per process) is unchanged, and nothing under
+      # a stable root changes without a new path. A gem home behind a symlink that now points
+      # elsewhere (a deploy switching releases) fails this and the entry's realpath is computed.
+      def trusts_base?(expanded, base)
+        root = @stable.select { |r| under?(expanded, r) }.max_by(&:length) or return false
+        real = (@real ||= {})[root] ||= begin
+          File.realpath(root)
+        rescue SystemCallError
+          root
+        end
+        base == real || base.start_with?(real.end_with?("/") ? real : "#{real}/")
       end
 
       private

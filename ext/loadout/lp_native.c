@@ -1,0 +1,199 @@
+/*
+ * Ruby binding of lp_table.c, registered on Loadout::Native:
+ *   lp_listing(files)            -> Listing  (files: "rel\0rel\0...", copied)
+ *   lp_table(listings, bases)    -> Table    (listings: [Listing | nil], bases: [String | nil])
+ *   lp_table_find(table, rel)    -> position or nil
+ *   lp_listing_size(listing)     -> Integer
+ *   lp_dirs_fresh(base, dirs, mtimes) -> true when every dir still has its recorded mtime
+ * The Ruby twins live in lib/loadout/load_path/ruby_index.rb.
+ */
+#include "lp_native.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static VALUE cListing, cTable;
+
+static void
+listing_free(void *ptr)
+{
+    lo_lp_listing *l = ptr;
+    lo_lp_listing_free(l);
+    xfree(l);
+}
+
+static size_t
+listing_memsize(const void *ptr)
+{
+    const lo_lp_listing *l = ptr;
+    return sizeof(*l) + l->files_len + (size_t)l->nfiles * 2 * sizeof(uint32_t);
+}
+
+static const rb_data_type_t listing_type = {
+    "Loadout::Native::Listing",
+    { NULL, listing_free, listing_memsize, NULL, { NULL } },
+    0, 0, RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+static VALUE
+native_lp_listing(VALUE self, VALUE files)
+{
+    StringValue(files);
+    lo_lp_listing *l;
+    VALUE obj = TypedData_Make_Struct(cListing, lo_lp_listing, &listing_type, l);
+    int err = lo_lp_listing_init(l, RSTRING_PTR(files), (size_t)RSTRING_LEN(files));
+    if (err == ENOMEM) rb_memerror();
+    if (err) rb_raise(rb_eArgError, "a listing is NUL-terminated non-empty names");
+    RB_GC_GUARD(files);
+    return obj;
+}
+
+static VALUE
+native_lp_listing_size(VALUE self, VALUE obj)
+{
+    lo_lp_listing *l = rb_check_typeddata(obj, &listing_type);
+    return UINT2NUM(l->nfiles);
+}
+
+static void
+index_mark(void *ptr)
+{
+    lo_lp_index *ix = ptr;
+    rb_gc_mark(ix->listings);
+    rb_gc_mark(ix->bases);
+}
+
+static void
+index_free(void *ptr)
+{
+    lo_lp_index *ix = ptr;
+    lo_lp_table_free(&ix->table);
+    xfree(ix);
+}
+
+static size_t
+index_memsize(const void *ptr)
+{
+    const lo_lp_index *ix = ptr;
+    return sizeof(*ix) + (ix->table.mask + 1) * sizeof(lo_lp_slot);
+}
+
+static const rb_data_type_t index_type = {
+    "Loadout::Native::Table",
+    { index_mark, index_free, index_memsize, NULL, { NULL } },
+    0, 0, RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+lo_lp_index *
+lo_lp_index_get(VALUE obj)
+{
+    return rb_check_typeddata(obj, &index_type);
+}
+
+static lo_lp_listing lo_empty_listing; /* stands in for opaque positions: holds nothing */
+
+static VALUE
+native_lp_table(VALUE self, VALUE listings, VALUE bases)
+{
+    Check_Type(listings, T_ARRAY);
+    Check_Type(bases, T_ARRAY);
+    long count = RARRAY_LEN(listings);
+    if (RARRAY_LEN(bases) != count) rb_raise(rb_eArgError, "listings and bases differ in length");
+
+    lo_lp_index *ix;
+    VALUE obj = TypedData_Make_Struct(cTable, lo_lp_index, &index_type, ix);
+    ix->listings = rb_ary_freeze(rb_ary_dup(listings));
+    ix->bases = rb_ary_freeze(rb_ary_dup(bases));
+    ix->count = count;
+    ix->first_opaque = count;
+
+    lo_lp_listing **list = ALLOC_N(lo_lp_listing *, count ? count : 1);
+    for (long i = 0; i < count; i++) {
+        VALUE l = RARRAY_AREF(listings, i);
+        VALUE b = RARRAY_AREF(bases, i);
+        if (NIL_P(l)) {
+            if (ix->first_opaque == count) ix->first_opaque = i;
+            list[i] = &lo_empty_listing;
+            continue;
+        }
+        if (!RB_TYPE_P(b, T_STRING)) {
+            xfree(list);
+            rb_raise(rb_eArgError, "a listed position needs a base String");
+        }
+        list[i] = rb_check_typeddata(l, &listing_type);
+    }
+    int err = lo_lp_table_build(&ix->table, list, (size_t)count);
+    xfree(list);
+    if (err) rb_memerror();
+    return obj;
+}
+
+static VALUE
+native_lp_table_find(VALUE self, VALUE table, VALUE rel)
+{
+    lo_lp_index *ix = lo_lp_index_get(table);
+    StringValue(rel);
+    long pos = lo_lp_table_find(&ix->table, RSTRING_PTR(rel), (size_t)RSTRING_LEN(rel));
+    return pos < 0 ? Qnil : LONG2NUM(pos);
+}
+
+static int64_t
+mtime_ns(const struct stat *st)
+{
+#if defined(__APPLE__)
+    return (int64_t)st->st_mtimespec.tv_sec * 1000000000 + st->st_mtimespec.tv_nsec;
+#else
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+#endif
+}
+
+/* Every directory in +dirs+ ("rel\0rel\0", "" being +base+ itself) is still a directory with
+ * the mtime (ns) at the same index of +mtimes+ (packed native int64). One stat per directory. */
+static VALUE
+native_lp_dirs_fresh(VALUE self, VALUE base, VALUE dirs, VALUE mtimes)
+{
+    StringValue(base);
+    StringValue(dirs);
+    StringValue(mtimes);
+    long blen = RSTRING_LEN(base);
+    const char *p = RSTRING_PTR(dirs), *end = p + RSTRING_LEN(dirs);
+    long count = RSTRING_LEN(mtimes) / (long)sizeof(int64_t);
+    char path[4096];
+    if (blen + 2 > (long)sizeof(path)) return Qfalse;
+    memcpy(path, RSTRING_PTR(base), (size_t)blen);
+
+    for (long i = 0; i < count; i++) {
+        const char *nul = memchr(p, '\0', (size_t)(end - p));
+        if (!nul) return Qfalse;
+        size_t rlen = (size_t)(nul - p);
+        size_t at = (size_t)blen;
+        if (rlen) {
+            if (at + 1 + rlen + 1 > sizeof(path)) return Qfalse;
+            path[at++] = '/';
+            memcpy(path + at, p, rlen);
+            at += rlen;
+        }
+        path[at] = '\0';
+        int64_t want;
+        memcpy(&want, RSTRING_PTR(mtimes) + i * (long)sizeof(int64_t), sizeof(want));
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || mtime_ns(&st) != want) return Qfalse;
+        p = nul + 1;
+    }
+    return p == end ? Qtrue : Qfalse;
+}
+
+void
+lo_lp_native_init(VALUE mNative)
+{
+    cListing = rb_define_class_under(mNative, "Listing", rb_cObject);
+    rb_undef_alloc_func(cListing);
+    cTable = rb_define_class_under(mNative, "Table", rb_cObject);
+    rb_undef_alloc_func(cTable);
+    rb_define_module_function(mNative, "lp_listing", native_lp_listing, 1);
+    rb_define_module_function(mNative, "lp_listing_size", native_lp_listing_size, 1);
+    rb_define_module_function(mNative, "lp_table", native_lp_table, 2);
+    rb_define_module_function(mNative, "lp_table_find", native_lp_table_find, 2);
+    rb_define_module_function(mNative, "lp_dirs_fresh", native_lp_dirs_fresh, 3);
+}

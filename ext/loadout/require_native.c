@@ -1,0 +1,423 @@
+/*
+ * The require hook: Ruby's own C require with the $LOAD_PATH search answered by the index.
+ *
+ * Where it sits. Loadout::Require puts lo_require in place of every method entry that is
+ * Ruby's C require (Kernel#require when Bundler has removed RubyGems' wrapper, RubyGems'
+ * Kernel#gem_original_require, Zeitwerk's zeitwerk_original_require alias when Zeitwerk came
+ * first, Kernel.require, ...). Every decorator above keeps calling what it called, with the
+ * argument it passes, and reaches lo_require where it used to reach Ruby's require. lo_require
+ * is a C function under the same name, so frames, backtraces and the argument Ruby sees for a
+ * feature it answers itself are Ruby's own.
+ *
+ * What it does, per call (reading order: lo_require, then classify, then resolve):
+ *   1. Anything but a plain String that names a relative, ASCII, searchable feature goes to
+ *      rb_require_string() unchanged: exactly what the entry it replaced did.
+ *   2. rb_feature_provided() is Ruby's own loaded-features check, with the arguments
+ *      search_required() uses for the same feature (load.c): when it says provided (or being
+ *      loaded), Ruby answers, from its index, with no filesystem access and no allocation.
+ *   3. Otherwise the index says which file Ruby's search would find first; rb_require_string()
+ *      of its absolute path does the rest (locking, loading, $LOADED_FEATURES, realpath
+ *      dedup). A name Ruby's search cannot find raises Ruby's own LoadError. Whatever the index
+ *      cannot prove (an entry it could not list comes first) goes to Ruby with the feature.
+ * Ruby-side state (which listings, refreshing them when $LOAD_PATH changes, the re-check of app
+ * directories on a miss) lives in Loadout::LoadPath::State, called back only when needed.
+ */
+#include "lp_native.h"
+
+#include "ruby/encoding.h"
+#include <string.h>
+#include <unistd.h>
+
+#define LO_MAX_FEATURE 4000
+
+/* Counter slots, in the order Loadout::LoadPath::Counters names them. */
+enum {
+    LO_C_REQUIRES, LO_C_PROVIDED, LO_C_HITS, LO_C_MISSES, LO_C_UNKNOWN, LO_C_STALE,
+    LO_C_NOT_STRING, LO_C_DIRECT, LO_C_ENCODING, LO_C_SHAPE, LO_C_EXTENSION, LO_C_BUSY,
+    LO_C_COUNT
+};
+
+static VALUE lo_state = Qnil;    /* the LoadPath::State while active, else nil */
+static VALUE lo_table = Qnil;    /* its current Table */
+static VALUE lo_snapshot = Qnil; /* shares $LOAD_PATH's buffer while $LOAD_PATH is unchanged */
+static VALUE lo_load_path = Qnil;
+static VALUE lo_cwd = Qnil;      /* the cwd the table's relative entries were expanded in, or nil */
+static int lo_busy;              /* a call back into the state is running */
+static int lo_instrument;        /* emit an event per require */
+static unsigned long lo_counters[LO_C_COUNT];
+static ID id_refresh, id_miss, id_stale, id_event, id_at_path;
+static VALUE sym_hit, sym_miss, sym_fallback, sym_retry, sym_unknown_entry;
+static VALUE lo_reasons[LO_C_COUNT]; /* the :fallback event's reason per counter (nil: no event) */
+static const char *lo_dlext;
+static size_t lo_dlext_len;
+
+/* memrchr is a GNU extension. */
+static const char *
+last_byte(const char *p, char c, long len)
+{
+    while (len-- > 0) {
+        if (p[len] == c) return p + len;
+    }
+    return NULL;
+}
+
+static VALUE
+call_require(VALUE path)
+{
+    return rb_require_string(path);
+}
+
+/* Whether $LOAD_PATH is unchanged since the last snapshot (load.c uses the same test for its
+ * expanded load path). Arrays small enough to be embedded never share: compare them whole. */
+static int
+load_path_unchanged(void)
+{
+    if (rb_ary_shared_with_p(lo_snapshot, lo_load_path)) return 1;
+    long n = RARRAY_LEN(lo_load_path);
+    if (n != RARRAY_LEN(lo_snapshot) || n > 8) return 0;
+    for (long i = 0; i < n; i++) {
+        if (RARRAY_AREF(lo_snapshot, i) != RARRAY_AREF(lo_load_path, i)) return 0;
+    }
+    return 1;
+}
+
+/* Relative $LOAD_PATH entries are expanded against the cwd (load.c re-expands them when it
+ * changes, checking on every search): the table holds for the cwd it was built in. */
+static int
+cwd_unchanged(void)
+{
+    if (NIL_P(lo_cwd)) return 1;
+    char buf[4096];
+    if (!getcwd(buf, sizeof(buf))) return 0;
+    size_t n = strlen(buf);
+    return (long)n == RSTRING_LEN(lo_cwd) && memcmp(buf, RSTRING_PTR(lo_cwd), n) == 0;
+}
+
+/* Calls +mid+ on the state with lo_busy set; an exception there turns the index off (the
+ * state reports it) and answers Qundef, so the caller goes to Ruby. */
+struct callback { ID mid; int argc; VALUE argv[3]; };
+
+static VALUE
+do_callback(VALUE arg)
+{
+    struct callback *cb = (struct callback *)arg;
+    return rb_funcallv(lo_state, cb->mid, cb->argc, cb->argv);
+}
+
+static VALUE
+callback(ID mid, int argc, VALUE a, VALUE b, VALUE c)
+{
+    struct callback cb = { mid, argc, { a, b, c } };
+    int state = 0;
+    lo_busy = 1;
+    VALUE result = rb_protect(do_callback, (VALUE)&cb, &state);
+    lo_busy = 0;
+    if (state) {
+        VALUE err = rb_errinfo();
+        rb_set_errinfo(Qnil);
+        lo_state = Qnil;
+        lo_table = Qnil;
+        rb_warn("loadout: load path index disabled (%"PRIsVALUE": %"PRIsVALUE"); using plain require",
+                rb_obj_class(err), rb_funcall(err, rb_intern("message"), 0));
+        return Qundef;
+    }
+    return result;
+}
+
+static void
+emit(VALUE event, VALUE feature, VALUE reason)
+{
+    if (lo_instrument && !NIL_P(lo_state)) callback(id_event, 3, event, feature, reason);
+}
+
+static VALUE
+fallback(int counter, VALUE fname)
+{
+    lo_counters[counter]++;
+    if (lo_instrument && !NIL_P(lo_reasons[counter])) emit(sym_fallback, fname, lo_reasons[counter]);
+    return rb_require_string(fname);
+}
+
+/* Ruby's LoadError for a feature its search cannot find (error.c rb_load_fail): same class,
+ * message, path and, raised from this frame, the same backtrace. */
+static VALUE
+raise_not_found(VALUE fname)
+{
+    VALUE mesg = rb_str_buf_new_cstr("cannot load such file");
+    rb_str_cat2(mesg, " -- ");
+    rb_str_append(mesg, fname);
+    VALUE err = rb_exc_new3(rb_eLoadError, mesg);
+    rb_ivar_set(err, id_at_path, fname);
+    rb_exc_raise(err);
+    return Qnil; /* not reached */
+}
+
+enum { FT_RB, FT_SO, FT_ANY };
+
+/* Which names to look up for +buf+ (a copy of the feature, NUL-terminated, len bytes), as
+ * search_required() decides: an explicit .rb, an explicit .so/.o (DLEXT instead), or neither
+ * (".rb" then DLEXT, each over the whole $LOAD_PATH). Returns -1 for shapes Ruby searches in
+ * ways the index does not model. */
+static int
+classify(char *buf, long len, long *stem_len)
+{
+    const char *dot = last_byte(buf, '.', len);
+    const char *slash = last_byte(buf, '/', len);
+    *stem_len = len;
+    if (!dot || (slash && slash > dot)) return FT_ANY;
+
+    const char *ext = dot;
+    if (strcmp(ext, ".rb") == 0) return FT_RB;
+    if (strcmp(ext, ".so") == 0 || strcmp(ext, ".o") == 0 || strcmp(ext, lo_dlext) == 0) {
+        *stem_len = dot - buf;
+        return FT_SO;
+    }
+    return FT_ANY; /* "x.rake", "foo.bar": Ruby appends the extensions */
+}
+
+/* Relative, no dot segments, no NUL, ASCII: the features whose search the index models. */
+static int
+shape_counter(VALUE fname, const char *p, long len)
+{
+    if (len == 0 || len > LO_MAX_FEATURE) return LO_C_SHAPE;
+    if (p[0] == '/' || p[0] == '~' || p[0] == '.') return LO_C_DIRECT;
+    if (!rb_enc_str_asciionly_p(fname)) return LO_C_ENCODING;
+    if (memchr(p, '\0', (size_t)len)) return LO_C_SHAPE;
+    if (p[len - 1] == '/') return LO_C_SHAPE;
+    for (long i = 0; i + 1 < len; i++) {
+        if (p[i] != '/') continue;
+        if (p[i + 1] == '/') return LO_C_SHAPE;
+        if (p[i + 1] == '.' && (i + 2 == len || p[i + 2] == '/')) return LO_C_SHAPE;
+        if (p[i + 1] == '.' && p[i + 2] == '.' && (i + 3 == len || p[i + 3] == '/')) return LO_C_SHAPE;
+    }
+    return -1;
+}
+
+/* The index's answer: a position (>= 0), or LOOK_MISS / LOOK_UNKNOWN. Leaves in buf[0..*rel_len]
+ * the name that was found. */
+enum { LOOK_MISS = -1, LOOK_UNKNOWN = -2 };
+
+static long
+lookup(const lo_lp_index *ix, char *buf, long stem_len, int ft, long *rel_len)
+{
+    long pos;
+    if (ft == FT_RB) {
+        *rel_len = stem_len;
+        pos = lo_lp_table_find(&ix->table, buf, (size_t)stem_len);
+        if (pos >= 0) return pos < ix->first_opaque ? pos : LOOK_UNKNOWN;
+        return ix->first_opaque < ix->count ? LOOK_UNKNOWN : LOOK_MISS;
+    }
+    if (ft == FT_ANY) {
+        memcpy(buf + stem_len, ".rb", 4);
+        *rel_len = stem_len + 3;
+        pos = lo_lp_table_find(&ix->table, buf, (size_t)*rel_len);
+        if (pos >= 0) return pos < ix->first_opaque ? pos : LOOK_UNKNOWN;
+        /* x.rb in any entry beats x.so in an earlier one; an unlisted entry may hold x.rb */
+        if (ix->first_opaque < ix->count) return LOOK_UNKNOWN;
+    }
+    memcpy(buf + stem_len, lo_dlext, lo_dlext_len + 1);
+    *rel_len = stem_len + (long)lo_dlext_len;
+    pos = lo_lp_table_find(&ix->table, buf, (size_t)*rel_len);
+    if (pos >= 0) return pos < ix->first_opaque ? pos : LOOK_UNKNOWN;
+    return ix->first_opaque < ix->count ? LOOK_UNKNOWN : LOOK_MISS;
+}
+
+static VALUE
+require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, long rel_len)
+{
+    VALUE base = RARRAY_AREF(ix->bases, pos);
+    long blen = RSTRING_LEN(base);
+    int root = blen == 1 && RSTRING_PTR(base)[0] == '/';
+    if (root) blen = 0;
+    VALUE path = rb_enc_str_new(NULL, blen + 1 + rel_len, rb_enc_get(fname));
+    char *out = RSTRING_PTR(path);
+    memcpy(out, RSTRING_PTR(base), (size_t)blen);
+    out[blen] = '/';
+    memcpy(out + blen + 1, rel, (size_t)rel_len);
+
+    lo_counters[LO_C_HITS]++;
+    if (lo_instrument) emit(sym_hit, fname, Qnil);
+    int state = 0;
+    VALUE result = rb_protect(call_require, path, &state);
+    if (!state) return result;
+
+    /* The file left since it was listed (or Ruby cannot open it): Ruby searches instead. */
+    VALUE err = rb_errinfo();
+    if (rb_obj_is_kind_of(err, rb_eLoadError) && rb_attr_get(err, id_at_path) == path) {
+        rb_set_errinfo(Qnil);
+        lo_counters[LO_C_STALE]++;
+        if (!NIL_P(lo_state)) callback(id_stale, 1, path, Qnil, Qnil);
+        return rb_require_string(fname);
+    }
+    rb_jump_tag(state);
+    return Qnil; /* not reached */
+}
+
+static VALUE
+lo_require(VALUE self, VALUE fname)
+{
+    if (NIL_P(lo_state)) return rb_require_string(fname);
+    lo_counters[LO_C_REQUIRES]++;
+    if (!RB_TYPE_P(fname, T_STRING) || RBASIC_CLASS(fname) != rb_cString) {
+        return fallback(LO_C_NOT_STRING, fname);
+    }
+    if (lo_busy) return fallback(LO_C_BUSY, fname);
+
+    const char *p = RSTRING_PTR(fname);
+    long len = RSTRING_LEN(fname);
+    int shape = shape_counter(fname, p, len);
+    if (shape >= 0) return fallback(shape, fname);
+
+    char buf[LO_MAX_FEATURE + 32];
+    memcpy(buf, p, (size_t)len);
+    buf[len] = '\0';
+    if (rb_feature_provided(buf, NULL)) {
+        lo_counters[LO_C_PROVIDED]++;
+        return rb_require_string(fname);
+    }
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (NIL_P(lo_table) || !load_path_unchanged() || !cwd_unchanged()) {
+            if (callback(id_refresh, 0, Qnil, Qnil, Qnil) == Qundef || NIL_P(lo_table)) {
+                return rb_require_string(fname);
+            }
+        }
+        const lo_lp_index *ix = lo_lp_index_get(lo_table);
+        long stem_len, rel_len;
+        int ft = classify(buf, len, &stem_len);
+        long pos = lookup(ix, buf, stem_len, ft, &rel_len);
+        if (pos >= 0) return require_found(fname, ix, pos, buf, rel_len);
+        if (pos == LOOK_UNKNOWN) return fallback(LO_C_UNKNOWN, fname);
+
+        /* A miss: the state re-checks the app directories that could have gained the file. After
+         * it listed one again (attempt 1), the listings are as fresh as a search would be. */
+        if (attempt == 0) {
+            VALUE verdict = callback(id_miss, 1, fname, Qnil, Qnil);
+            if (verdict == sym_retry) {
+                buf[len] = '\0';
+                continue;
+            }
+            if (verdict != sym_miss) return fallback(LO_C_UNKNOWN, fname);
+        }
+        lo_counters[LO_C_MISSES]++;
+        if (lo_instrument) emit(sym_miss, fname, Qnil);
+        return raise_not_found(fname);
+    }
+    return rb_require_string(fname);
+}
+
+/* Loadout::Native.lp_activate(state, table, cwd): the hook answers from +table+ (built in
+ * +cwd+ when it holds relative entries, else nil) and calls +state+ back; a nil state means
+ * plain require again. The state calls lp_snapshot
+ * before it reads $LOAD_PATH, so a change made while it builds the table is seen next time. */
+static VALUE
+native_lp_activate(VALUE self, VALUE state, VALUE table, VALUE cwd)
+{
+    if (!NIL_P(table)) lo_lp_index_get(table); /* type check */
+    if (!NIL_P(cwd)) StringValue(cwd);
+    lo_table = table;
+    lo_cwd = cwd;
+    lo_state = state;
+    return Qnil;
+}
+
+static VALUE
+native_lp_snapshot(VALUE self)
+{
+    rb_ary_replace(lo_snapshot, lo_load_path);
+    return Qnil;
+}
+
+static VALUE
+native_lp_instrument(VALUE self, VALUE on)
+{
+    lo_instrument = RTEST(on);
+    return Qnil;
+}
+
+static VALUE
+native_lp_counters(VALUE self)
+{
+    VALUE out = rb_ary_new_capa(LO_C_COUNT);
+    for (int i = 0; i < LO_C_COUNT; i++) rb_ary_push(out, ULONG2NUM(lo_counters[i]));
+    return out;
+}
+
+static VALUE
+native_lp_counters_reset(VALUE self)
+{
+    memset(lo_counters, 0, sizeof(lo_counters));
+    return Qnil;
+}
+
+/* Puts the hook in place of +mod+'s method +name+ (private unless +public+). */
+static VALUE
+native_lp_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
+{
+    Check_Type(name, T_SYMBOL);
+    const char *cname = rb_id2name(SYM2ID(name));
+    if (RTEST(public)) rb_define_method(mod, cname, lo_require, 1);
+    else rb_define_private_method(mod, cname, lo_require, 1);
+    return Qnil;
+}
+
+/* The index's answer for +feature+ without loading anything (LoadPath.find, tests):
+ * [position, name] for a hit, :miss, or :unknown_entry. */
+static VALUE
+native_lp_lookup(VALUE self, VALUE table, VALUE feature)
+{
+    const lo_lp_index *ix = lo_lp_index_get(table);
+    StringValue(feature);
+    long len = RSTRING_LEN(feature);
+    if (len > LO_MAX_FEATURE) return sym_unknown_entry;
+    char buf[LO_MAX_FEATURE + 32];
+    memcpy(buf, RSTRING_PTR(feature), (size_t)len);
+    buf[len] = '\0';
+    long stem_len, rel_len;
+    int ft = classify(buf, len, &stem_len);
+    long pos = lookup(ix, buf, stem_len, ft, &rel_len);
+    if (pos == LOOK_MISS) return sym_miss;
+    if (pos == LOOK_UNKNOWN) return sym_unknown_entry;
+    return rb_assoc_new(LONG2NUM(pos), rb_str_new(buf, rel_len));
+}
+
+void
+lo_require_native_init(VALUE mNative)
+{
+#ifdef DLEXT
+    lo_dlext = DLEXT;
+#else
+    lo_dlext = ".so";
+#endif
+    lo_dlext_len = strlen(lo_dlext);
+    lo_load_path = rb_gv_get("$LOAD_PATH");
+    lo_snapshot = rb_ary_tmp_new(0);
+    rb_gc_register_address(&lo_state);
+    rb_gc_register_address(&lo_table);
+    rb_gc_register_address(&lo_snapshot);
+    rb_gc_register_address(&lo_load_path);
+    rb_gc_register_address(&lo_cwd);
+
+    id_refresh = rb_intern("__refresh");
+    id_miss = rb_intern("__miss");
+    id_stale = rb_intern("__stale");
+    id_event = rb_intern("__event");
+    id_at_path = rb_intern("@path");
+#define SYM(name) (sym_##name = ID2SYM(rb_intern(#name)))
+    SYM(hit); SYM(miss); SYM(fallback); SYM(retry); SYM(unknown_entry);
+#undef SYM
+    for (int i = 0; i < LO_C_COUNT; i++) lo_reasons[i] = Qnil;
+    lo_reasons[LO_C_UNKNOWN] = sym_unknown_entry;
+    lo_reasons[LO_C_NOT_STRING] = ID2SYM(rb_intern("not_string"));
+    lo_reasons[LO_C_ENCODING] = ID2SYM(rb_intern("encoding"));
+    lo_reasons[LO_C_SHAPE] = ID2SYM(rb_intern("shape"));
+    lo_reasons[LO_C_BUSY] = ID2SYM(rb_intern("busy"));
+
+    rb_define_module_function(mNative, "lp_activate", native_lp_activate, 3);
+    rb_define_module_function(mNative, "lp_snapshot", native_lp_snapshot, 0);
+    rb_define_module_function(mNative, "lp_instrument", native_lp_instrument, 1);
+    rb_define_module_function(mNative, "lp_counters", native_lp_counters, 0);
+    rb_define_module_function(mNative, "lp_counters_reset", native_lp_counters_reset, 0);
+    rb_define_module_function(mNative, "lp_hook", native_lp_hook, 3);
+    rb_define_module_function(mNative, "lp_lookup", native_lp_lookup, 2);
+}

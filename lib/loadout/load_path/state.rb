@@ -1,0 +1,149 @@
+# frozen_string_literal: true
+
+module Loadout
+  module LoadPath
+    # The installed index's Ruby side: which listing stands for each $LOAD_PATH item, and the
+    # table built from them. The require hook (require_native.c, or RubyHook) answers from the
+    # table alone and calls back only when it cannot:
+    # - __refresh: $LOAD_PATH changed since the table was built (or an entry was found stale);
+    # - __miss:    a feature no listing holds: the app directories that could have gained it
+    #              since they were listed are checked (one stat each); a changed one is listed
+    #              again and the hook retries, so a file created while the process runs is found
+    #              as plain Ruby finds it;
+    # - __stale:   a listed file Ruby could not open: its entries are listed again;
+    # - __event:   instrumentation, only while someone listens.
+    # Listings come from the store (Codec) or from a scan, which is then stored (Lister).
+    class State # :nodoc:
+      attr_reader :restore_ms, :entries, :lister
+
+      def initialize(lister:, roots:, ignore:)
+        @lister = lister
+        @roots = roots
+        @ignore = ignore
+        @ignore_names = ignore.reject { |i| i.start_with?("/") }.freeze
+        @entries = {} # $LOAD_PATH item -> Entry, for this process's life
+        @order = []   # the entries of the current table, in its order
+        @volatile = []
+        @mutex = Mutex.new
+        @restore_ms = 0.0
+        @static_ext = !RbConfig::CONFIG["EXTSTATIC"].to_s.empty? # Ruby 3.3 resolves those in C
+      end
+
+      # Builds the first table (timed: the restore figure of the stats) and activates the hook.
+      def boot!
+        t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        __refresh
+        @restore_ms = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0) * 1000).round(3)
+        self
+      end
+
+      # A require from inside the state's own work (the twin hook asks; the C hook keeps a flag).
+      def busy?
+        @mutex.owned?
+      end
+
+      def __refresh
+        @mutex.synchronize do
+          snapshot = Index.snapshot
+          listings = []
+          bases = []
+          order = []
+          seen = {}
+          @cwd = nil
+          $LOAD_PATH.each do |item|
+            entry = entry_for(item) or next
+            @lister.fill(entry) unless entry.listing || entry.opaque?
+            if entry.opaque?
+              # Nothing found at or after this position is the index's to answer.
+              listings << nil
+              bases << nil
+              break
+            end
+            # Ruby compares realpaths: a second item with the same one can never win.
+            next if entry.empty? || seen.key?(entry.base)
+
+            seen[entry.base] = true
+            listings << entry.listing
+            bases << entry.base
+            order << entry
+          end
+          @order = order
+          @volatile = order.select(&:volatile?)
+          @table = Index.table(listings, bases)
+          Index.activate(self, @table, @cwd, snapshot)
+        end
+        nil
+      end
+
+      # :retry after listing again an app directory that changed on the way to +feature+, :miss
+      # when none did, :fallback when Ruby must search (a name under an ignored directory).
+      def __miss(feature)
+        return :fallback if @static_ext || ignored?(feature)
+
+        slash = feature.rindex("/")
+        dir = slash ? feature[0, slash] : ""
+        changed = @mutex.synchronize { @volatile.select { |e| e.maybe_changed_for?(dir) } }
+        return :miss if changed.empty?
+
+        changed.each(&:forget!)
+        __refresh
+        :retry
+      end
+
+      def __stale(abspath)
+        @mutex.synchronize do
+          @entries.each_value do |e|
+            e.forget! if !e.opaque? && abspath.start_with?(e.base == "/" ? "/" : "#{e.base}/")
+          end
+        end
+        Index.activate(self, nil) # the next require refreshes
+        nil
+      end
+
+      def __event(event, feature, reason)
+        if reason
+          Instrumentation.emit(event, feature, cache: :load_path, reason: reason)
+        else
+          Instrumentation.emit(event, feature, cache: :load_path)
+        end
+        nil
+      end
+
+      # The file require would load for +feature+ (nil when none or unknown), for the current
+      # $LOAD_PATH. Loads nothing.
+      def find(feature)
+        return nil unless feature.is_a?(String)
+
+        __refresh
+        found = Index.lookup(@table, feature)
+        found.is_a?(Array) ? @order[found[0]].abspath(found[1]) : nil
+      end
+
+      private
+
+      def ignored?(feature)
+        return false if @ignore_names.empty?
+
+        feature.split("/").any? { |part| @ignore_names.include?(part) }
+      end
+
+      # Relative items are expanded in the cwd (and the table is then valid for that cwd only).
+      def entry_for(item)
+        return nil if item.is_a?(String) && item.empty? # load.c skips empty items
+
+        key = item
+        if Lister.relative?(item)
+          @cwd ||= safe_pwd or return Entry.new(item, nil, :opaque)
+          key = [item, @cwd]
+        end
+        @entries[key] ||= @lister.entry(item, @cwd)
+      end
+
+      def safe_pwd
+        Dir.pwd
+      rescue SystemCallError
+        nil
+      end
+    end
+  end
+end
