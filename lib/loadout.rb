@@ -1,24 +1,24 @@
 # frozen_string_literal: true
 
-require "loadout/version"
-require "loadout/error"
-require "loadout/native"
-require "loadout/instrumentation"
+require_relative "loadout/version"
+require_relative "loadout/error"
+require_relative "loadout/native"
+require_relative "loadout/instrumentation"
 
 # loadout makes Ruby processes start and build fast by removing redundant filesystem and
 # compile work. See README.md for the public API; anything not documented there is internal.
 module Loadout
-  autoload :Scan, "loadout/scan"
-  autoload :LoadPath, "loadout/load_path"
-  autoload :Require, "loadout/require"
-  autoload :Store, "loadout/store"
-  autoload :CompileCache, "loadout/compile_cache"
-  autoload :Journal, "loadout/journal"
-  autoload :Config, "loadout/config"
-  autoload :Boot, "loadout/boot"
-  autoload :Stats, "loadout/stats"
-  autoload :SelfCache, "loadout/self_cache"
-  autoload :CLI, "loadout/cli"
+  autoload :Scan, File.expand_path("loadout/scan", __dir__)
+  autoload :LoadPath, File.expand_path("loadout/load_path", __dir__)
+  autoload :Require, File.expand_path("loadout/require", __dir__)
+  autoload :Store, File.expand_path("loadout/store", __dir__)
+  autoload :CompileCache, File.expand_path("loadout/compile_cache", __dir__)
+  autoload :Journal, File.expand_path("loadout/journal", __dir__)
+  autoload :Config, File.expand_path("loadout/config", __dir__)
+  autoload :Boot, File.expand_path("loadout/boot", __dir__)
+  autoload :Stats, File.expand_path("loadout/stats", __dir__)
+  autoload :SelfCache, File.expand_path("loadout/self_cache", __dir__)
+  autoload :CLI, File.expand_path("loadout/cli", __dir__)
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.

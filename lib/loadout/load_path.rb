@@ -1,6 +1,21 @@
 # frozen_string_literal: true
 
+require_relative "native"
 require_relative "instrumentation"
+require_relative "require"
+require_relative "load_path/boot_record"
+require_relative "load_path/codec"
+require_relative "load_path/entry"
+require_relative "load_path/index"
+require_relative "load_path/lister"
+require_relative "load_path/roots"
+require_relative "load_path/state"
+unless Loadout::BACKEND == :native
+  require_relative "load_path/loaded_features"
+  require_relative "load_path/observer"
+  require_relative "load_path/ruby_hook"
+  require_relative "load_path/ruby_index"
+end
 
 module Loadout
   # The load path index: require's $LOAD_PATH search answered from a listing of every
@@ -15,11 +30,10 @@ module Loadout
   #   Loadout::LoadPath.find("json")  # => "/usr/lib/ruby/3.1.0/json.rb"
   #   Loadout::LoadPath.stats         # => { requires: 812, hits: 640, restore_ms: 1.2, ... }
   module LoadPath
-    %i[BootRecord Checker Codec Entry Index Lister LoadedFeatures Observer Probe AppLoadPath Roots RubyHook
-       RubyIndex State].each do |name|
-      file = name.to_s.gsub(/(?<=[a-z])(?=[A-Z])/, "_").downcase
-      autoload name, File.expand_path("load_path/#{file}", __dir__)
-    end
+    # Only `loadout check` / `precompile` use these: loaded when named, by absolute path.
+    autoload :AppLoadPath, File.expand_path("load_path/app_load_path", __dir__)
+    autoload :Checker, File.expand_path("load_path/checker", __dir__)
+    autoload :Probe, File.expand_path("load_path/probe", __dir__)
 
     TRUST = [nil, :stable, :all, :none].freeze
     LOCKFILES = %w[Gemfile.lock gems.locked].freeze
@@ -38,7 +52,6 @@ module Loadout
         uninstall!
         return unsupported unless supported?
 
-        __load_parts # an autoload fired from inside the hook would come back into it
         ignore = frozen_list(ignore_directories)
         roots = Roots.new
         state = State.new(lister: Lister.new(store: store, roots: roots, ignore: ignore, trust: trust),
@@ -157,12 +170,11 @@ module Loadout
         @state
       end
 
-      # Loads every part a refresh uses now (tests, and anyone who wants the boot's cost paid
-      # up front); Scan stays lazy: a warm boot lists no directory.
+      # Every part is loaded with this file (require_relative: by absolute path, and without a
+      # call through Kernel#require that an earlier decorator would see). Kept for callers that
+      # want the cost paid up front.
       def __load_parts # :nodoc:
-        parts = [State, Lister, Entry, Codec, Index, Roots, BootRecord, Require]
-        parts.concat([RubyHook, RubyIndex, LoadedFeatures, Observer]) unless BACKEND == :native
-        parts
+        [State, Lister, Entry, Codec, Index, Roots, BootRecord, Require]
       end
 
       private

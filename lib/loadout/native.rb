@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/error"
+require_relative "error"
 
 module Loadout
   # Picks the backend once, at load time. Every native function has a Ruby twin; callers branch
@@ -26,7 +26,7 @@ module Loadout
       return :ruby if pure_requested?
       return :ruby unless RUBY_ENGINE == "ruby"
 
-      require "loadout/loadout_ext"
+      require_relative "loadout_ext"
       :native
     rescue LoadError => e
       # A missing build is a supported configuration (gem installed without a compiler), but it

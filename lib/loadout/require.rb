@@ -54,15 +54,23 @@ module Loadout
       private
 
       def ruby_require?(mod, name)
+        um = own_method(mod, name)
+        um && um.source_location.nil? && um.original_name == :require && um.arity == 1
+      end
+
+      # The entry in +mod+'s own method table, behind any module prepended to +mod+ (which
+      # instance_method would answer first).
+      def own_method(mod, name)
         um = mod.instance_method(name)
-        um.owner == mod && um.source_location.nil? && um.original_name == :require && um.arity == 1
+        um = um.super_method while um && um.owner != mod
+        um
       end
 
       def hook(mod, name, public)
         if BACKEND == :native
           Native.lp_hook(mod, name, public)
         else
-          original = mod.instance_method(name)
+          original = own_method(mod, name)
           hook = LoadPath::RubyHook
           mod.send(:define_method, name) { |feature| hook.require(self, feature, original) }
           mod.send(:private, name) unless public

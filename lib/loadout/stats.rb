@@ -26,23 +26,28 @@ module Loadout
     private_constant :Fanout
 
     # Wraps require and require_relative while stats are on, to measure each file's self time.
-    module RequireTimer # :nodoc:
-      private
+    # An alias chain in Kernel, like any other decorator (never a prepended module: an alias of
+    # Kernel#require taken later, as Zeitwerk takes one, would capture the prepended method and
+    # recurse). require_relative is resolved here like Ruby does (relative to the caller's real
+    # path), then timed as one require of the absolute path.
+    def self.__install_timer # :nodoc:
+      ::Kernel.module_eval do
+        alias_method :__loadout_untimed_require, :require
 
-      def require(feature)
-        Stats.__time_require(feature) { super }
-      end
+        def require(feature)
+          Loadout::Stats.__time_require(feature) { __loadout_untimed_require(feature) }
+        end
 
-      # Resolved here like Ruby does (relative to the caller's real path), then timed as one
-      # require of the absolute path.
-      def require_relative(feature)
-        base = caller_locations(1, 1).first&.absolute_path
-        raise LoadError, "cannot infer basepath" unless base
+        def require_relative(feature)
+          base = caller_locations(1, 1).first&.absolute_path
+          raise LoadError, "cannot infer basepath" unless base
 
-        require(File.expand_path(feature, File.dirname(base)))
+          require(File.expand_path(feature, File.dirname(base)))
+        end
+
+        private :require, :require_relative, :__loadout_untimed_require
       end
     end
-    private_constant :RequireTimer
 
     class << self
       attr_reader :events, :requires, :timings
@@ -79,7 +84,10 @@ module Loadout
 
         @enabled = true
         add_listener(method(:count))
-        Kernel.prepend(RequireTimer)
+        verbose = $VERBOSE
+        $VERBOSE = nil # redefining require_relative warns under -w; it is meant
+        __install_timer
+        $VERBOSE = verbose
         at_exit { report(io) }
       end
 

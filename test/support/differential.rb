@@ -33,6 +33,7 @@ module Loadout
       PRELUDE = <<~'RUBY'
         require "loadout"
         require "loadout/scan"
+        Loadout::LoadPath # loaded up front, like loadout/setup does: install! then loads nothing
         $__diff_steps = []
         def check(label = nil)
           value = yield
@@ -62,7 +63,7 @@ module Loadout
           # (in backtraces, warnings, Thread#inspect) are the same in both runs.
           script_file = File.join(tmp, "script.rb")
           File.binwrite(script_file, script)
-          body = +PRELUDE
+          body = PRELUDE.dup
           body << "#{setup}\n" if setup
           body << "$__diff_base = $LOADED_FEATURES.map { |f| f.dup.force_encoding(Encoding::BINARY) }\n"
           body << "load #{script_file.dump}\n"

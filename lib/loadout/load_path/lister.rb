@@ -105,6 +105,7 @@ module Loadout
         return entry.opaque! unless entry.base.ascii_only? && entry.base.start_with?("/")
         return entry.opaque! if @ignore_paths.any? { |p| p == entry.base || p.start_with?("#{entry.base}/") }
 
+        require_relative "../scan" unless defined?(Loadout::Scan) && !Loadout.autoload?(:Scan)
         files, dirs, mtimes = entry.scan(@ignore)
         return unless files # unreadable parts: the entry turned :opaque
 

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "rbconfig"
+require "rbconfig" unless defined?(RbConfig)
 
 module Loadout
   module LoadPath

@@ -1,0 +1,128 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/differential"
+
+# Every way programs decorate require, installed before and after loadout's setup: each
+# decorator must see the calls it sees without loadout, with the same arguments (autoloads
+# included), call what it wrapped successfully, and the program must load the same files.
+class RequireDecoratorsTest < Minitest::Test
+  include Loadout::TestSupport::Differential
+
+  FILES = [["lib/deco_a.rb", "require 'deco_b'; $order << :a\n"], ["lib/deco_b.rb", "$order << :b\n"],
+           ["lib/deco_auto.rb", "module DecoAuto; end\n"], ["lib/deco_k.rb", "$order << :k\n"],
+           ["lib/deco/nested.rb", "$order << :nested\n"]].freeze
+
+  # What each decorator logs, and the calls made through it.
+  BODY = <<~'RUBY'
+    $order = []
+    autoload :DecoAuto, "deco_auto"
+    check(:require) { require "deco_a" }
+    check(:again) { require "deco_a" }
+    check(:kernel_require) { Kernel.require "deco_k" }
+    check(:send) { Object.new.send(:require, "deco/nested") }
+    check(:autoload) { DecoAuto.name }
+    check(:miss) { require "deco_nowhere" }
+    check(:absolute) { require "DIR/lib/deco_b.rb" }
+    check(:order) { $order }
+    check(:log) { $log }
+  RUBY
+
+  STYLES = {
+    alias_chain: <<~'RUBY',
+      module Kernel
+        alias old_require require
+        def require(path)
+          ($log ||= []) << [:alias, path]
+          old_require(path)
+        end
+        private :require
+      end
+    RUBY
+    alias_method_define_method: <<~'RUBY',
+      Kernel.module_eval { alias_method :deco_original_require, :require }
+      Kernel.send(:define_method, :require) do |path|
+        ($log ||= []) << [:define_method, path]
+        deco_original_require(path)
+      end
+      Kernel.send(:private, :require)
+    RUBY
+    prepended_module: <<~'RUBY',
+      Kernel.prepend(Module.new do
+        def require(path)
+          ($log ||= []) << [:prepend, path]
+          super
+        end
+      end)
+    RUBY
+    kernel_singleton: <<~'RUBY',
+      class << Kernel
+        alias_method :deco_k_original, :require
+        def require(path)
+          ($log ||= []) << [:singleton, path]
+          deco_k_original(path)
+        end
+      end
+    RUBY
+    unbound_method: <<~'RUBY',
+      original = Kernel.instance_method(:require)
+      Kernel.send(:define_method, :require) do |path|
+        ($log ||= []) << [:unbound, path]
+        original.bind_call(self, path)
+      end
+      Kernel.send(:private, :require)
+    RUBY
+  }.freeze
+
+  def check_style(decorator, order)
+    with_files(FILES) do |dir|
+      prelude = "$LOAD_PATH.unshift(#{"#{dir}/lib".dump})\n"
+      script = if order == :before # the decorator first, then loadout (if on)
+                 "#{prelude}#{decorator}Loadout::LoadPath.install! if $__with_loadout\n#{BODY}"
+               else
+                 "#{prelude}#{decorator}#{BODY}"
+               end
+      setup = order == :before ? "$__with_loadout = true" : "Loadout::LoadPath.install!"
+      _, with = assert_same_behaviour(script.gsub("DIR", dir), setup: setup)
+      # An UnboundMethod of Ruby's require taken before setup keeps calling Ruby's require (not
+      # accelerated, not changed); Kernel.require still goes through the index.
+      bypassed = decorator.include?("instance_method(:require)") && order == :before
+      assert_index_used(with, hits: 1, misses: bypassed ? 0 : 1)
+      with
+    end
+  end
+
+  STYLES.each do |name, decorator|
+    test "#{name} installed after loadout" do
+      check_style(decorator, :after)
+    end
+
+    test "#{name} installed before loadout" do
+      check_style(decorator, :before)
+    end
+  end
+
+  test "a decorator taken after setup calls loadout's hook; before setup, the hook replaces what it wraps" do
+    with_files(FILES) do |dir|
+      out = run_ruby!(<<~RUBY).stdout
+        require "loadout"
+        $order = []
+        $LOAD_PATH.unshift(#{"#{dir}/lib".dump})
+        module Kernel; alias_method :early_alias, :require; end
+        Loadout::LoadPath.install!
+        module Kernel; alias_method :late_alias, :require; end
+        k = Kernel
+        p [k.instance_method(:early_alias).source_location, k.instance_method(:late_alias).source_location]
+        require "deco_a"; early_alias "deco_k"; late_alias "deco/nested"
+        p Loadout::LoadPath.stats[:hits]
+      RUBY
+      lines = out.lines.map(&:chomp)
+      if Loadout::BACKEND == :native
+        assert_equal "[nil, nil]", lines[0], "both are C functions: Ruby's frames, no loadout frame"
+      else
+        assert_includes lines[0], "/loadout/require.rb", "the twin is a Ruby method"
+      end
+      assert_equal "4", lines[1], "deco_a, deco_b, deco_k and deco/nested all went through the index"
+    end
+  end
+end
