@@ -6,13 +6,21 @@
 # process, and every boot's $LOADED_FEATURES (relative, in order) and the data it read are
 # compared with the plain boot's.
 #
-#   ruby bench/boot.rb [--gems N] [--files N] [--yaml N] [--rounds N] [--seed N] [--small]
-#                      [--dev] [--strace] [--valgrind] [--out FILE]
+#   ruby bench/boot.rb [--gems N] [--files N] [--yaml N] [--rounds N] [--seed N] [--small | --large]
+#                      [--bundler] [--dev] [--strace] [--valgrind] [--out FILE]
 #   loadout bench [same options]
+#
+# --large is the size seed 000/001 describe (300 gem dirs, 6,000 Ruby files, 400 YAML files) in
+# the layout a Bundler app has (--bundler: see AppGenerator::BUNDLER_BOOT), and adds the two
+# single-layer comparisons (load-path cache only, compile cache only; warm) against Bootsnap's.
+# CPU is the boot's and everything it started (the bench is a child subreaper: a background
+# worker a boot leaves behind is waited for and counted). Each boot reports the objects it
+# allocated and its GC count.
 #
 # Writes bench/results/boot-<date>.md. Last line:
 # bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
-#             loadout_warm_s=N loadout_ci_s=N features_equal=true|false   (medians, one line)
+#             loadout_warm_s=N loadout_ci_s=N features_equal=true|false loadout_warm_objects=N
+#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N   (medians, one line)
 
 require "optparse"
 require "fileutils"
@@ -22,10 +30,12 @@ require "etc"
 require "time"
 require_relative "support/app_generator"
 require_relative "support/harness"
+require_relative "support/subreaper"
 
 ROOT = File.expand_path("..", __dir__)
 ARGS = ARGV.dup.freeze
-opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false }
+opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false,
+         bundler: false }
 OptionParser.new do |o|
   o.banner = "Usage: ruby bench/boot.rb [options]   (also: loadout bench [options])"
   o.on("--gems N", Integer, "gem directories on $LOAD_PATH (default #{opts[:gems]})") { |v| opts[:gems] = v }
@@ -36,6 +46,10 @@ OptionParser.new do |o|
   o.on("--small", "the bin/demo preset (~30 s): 40 gems, 300 files, 20 YAML, 3 rounds") do
     opts.merge!(gems: 40, files: 300, yaml: 20, rounds: 3)
   end
+  o.on("--large", "seed 000/001's size, Bundler layout, single-layer scenarios: 300 gems, 6,000 files, 400 YAML") do
+    opts.merge!(gems: 300, files: 6000, yaml: 400, rounds: 5, bundler: true)
+  end
+  o.on("--bundler", "the Bundler layout (gem home, shuffled lib dirs ahead of Ruby's, Zeitwerk app)") { opts[:bundler] = true }
   o.on("--dev", "development_mode: true for both caches (default: false, like production)") { opts[:dev] = true }
   o.on("--strace", "one extra boot per scenario under strace -c -f: syscall counts") { opts[:strace] = true }
   o.on("--valgrind", "one extra boot per scenario under valgrind (cachegrind): instruction counts; slow") { opts[:valgrind] = true }
@@ -60,31 +74,40 @@ rescue LoadError, StandardError => e
   nil
 end
 
-app = File.join(ROOT, "tmp/bench/app-s#{opts[:seed]}-g#{opts[:gems]}-f#{opts[:files]}-y#{opts[:yaml]}")
+layout = opts[:bundler] ? "-bundler" : ""
+app = File.join(ROOT, "tmp/bench/app-s#{opts[:seed]}-g#{opts[:gems]}-f#{opts[:files]}-y#{opts[:yaml]}#{layout}")
 marker = File.join(app, ".complete")
 unless File.exist?(marker)
   warn "bench boot: generating #{app}"
-  Loadout::Bench::AppGenerator.new(app, seed: opts[:seed], gems: opts[:gems], files: opts[:files], yaml: opts[:yaml]).generate
+  Loadout::Bench::AppGenerator.new(app, seed: opts[:seed], gems: opts[:gems], files: opts[:files], yaml: opts[:yaml],
+                                        bundler: opts[:bundler]).generate
   File.write(marker, "")
 end
 rb_files = Dir.glob(File.join(app, "**/*.rb")).size
 
 bs = bootsnap_env
-CACHES = { "bootsnap" => File.join(app, "tmp/cache-bootsnap"), "loadout" => File.join(app, "tmp/cache-loadout") }.freeze
+ZEITWERK = opts[:bundler] ? Bench.gem_paths("zeitwerk") : []
+# Single-layer scenarios keep caches of their own: "<mode>_lp" (load-path cache only), "_cc".
+CACHES = %w[bootsnap loadout bootsnap_lp loadout_lp bootsnap_cc loadout_cc]
+         .to_h { |m| [m, File.join(app, "tmp/cache-#{m}")] }.freeze
 BASE_ENV = ENV.keys.grep(/\A(BUNDLE|BUNDLER|RUBYOPT|RUBYLIB|LOADOUT_|BOOTSNAP_|DISABLE_BOOTSNAP|GEM_HOME)/)
               .to_h { |k| [k, nil] }.merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"]).freeze
 
+# +mode+: plain, bootsnap, loadout, or bootsnap_lp / loadout_cc & co. (one layer only).
 def command(mode, bs)
+  tool = mode.split("_").first
   args = [RbConfig.ruby]
-  args += ["-I", File.join(ROOT, "lib")] if mode == "loadout"
-  bs[:paths].each { |p| args += ["-I", p] } if mode == "bootsnap" && bs
+  ZEITWERK.each { |p| args += ["-I", p] }
+  args += ["-I", File.join(ROOT, "lib")] if tool == "loadout"
+  bs[:paths].each { |p| args += ["-I", p] } if tool == "bootsnap" && bs
   args + ["boot.rb"]
 end
 
 def env_for(mode, bs, dev)
-  env = BASE_ENV.merge("BENCH_MODE" => mode, "BENCH_DEV" => dev ? "1" : "0")
+  tool, layers = mode.split("_")
+  env = BASE_ENV.merge("BENCH_MODE" => tool, "BENCH_DEV" => dev ? "1" : "0", "BENCH_LAYERS" => layers || "all")
   env["BENCH_CACHE"] = CACHES[mode] if CACHES[mode]
-  env["GEM_PATH"] = bs[:gem_path] if mode == "bootsnap" && bs
+  env["GEM_PATH"] = bs[:gem_path] if tool == "bootsnap" && bs
   env
 end
 
@@ -92,6 +115,8 @@ end
 # timing stops when the child exits, but the next boot waits until the whole group is gone: a
 # cache may finish its writes in a background process (loadout's at-exit compile of misses),
 # and a warm run must not race it.
+Bench::Subreaper.enable # a boot's background worker is reparented to us: waited for and counted
+
 def boot(app, mode, bs, dev, prefix: [])
   out_r, out_w = IO.pipe
   cpu_before = Process.times
@@ -102,11 +127,12 @@ def boot(app, mode, bs, dev, prefix: [])
   output = out_r.read
   _, status = Process.wait2(pid)
   seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
-  cpu_after = Process.times
-  # CPU of the boot process itself (user + sys): far less sensitive to a busy machine than wall.
-  cpu = (cpu_after.cutime + cpu_after.cstime) - (cpu_before.cutime + cpu_before.cstime)
   out_r.close
-  Bench.wait_group(pid)
+  Bench::Subreaper.reap_all # whatever the boot started, to its end
+  cpu_after = Process.times
+  # CPU (user + sys) of the boot and of every process it started: far less sensitive to a busy
+  # machine than wall, and it counts background work.
+  cpu = (cpu_after.cutime + cpu_after.cstime) - (cpu_before.cutime + cpu_before.cstime)
   raise "#{mode} boot failed (#{status}):\n#{output}" unless status.success?
 
   [seconds, output[/^digest=\S+ features=\d+$/], output, cpu]
@@ -114,24 +140,34 @@ end
 
 # "CI": same content, new mtimes (a fresh clone with a restored cache).
 def touch_all(app, stamp)
-  Dir.glob(File.join(app, "{gems,app,config}/**/*.{rb,yml,json}")).each { |f| File.utime(stamp, stamp, f) }
+  Dir.glob(File.join(app, "{gems,gemhome,app,config}/**/*.{rb,yml,json}")).each { |f| File.utime(stamp, stamp, f) }
 end
 
-SCENARIOS = %w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci].freeze
+LAYERED = %w[bootsnap_lp_warm loadout_lp_warm bootsnap_cc_warm loadout_cc_warm].freeze
+SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
+             (opts[:bundler] ? LAYERED : [])).freeze
 times = Hash.new { |h, k| h[k] = [] }
 cpus = Hash.new { |h, k| h[k] = [] }
+objects = Hash.new { |h, k| h[k] = [] }
+gcs = Hash.new { |h, k| h[k] = [] }
 digests = Hash.new { |h, k| h[k] = [] }
 notes = []
 reference = nil
 features_equal = true
 stamp = Time.now - 86_400
 
+# "loadout_lp_warm" -> "loadout_lp"; "loadout_warm" -> "loadout".
+mode_of = ->(scenario) { scenario.sub(/_(cold|warm|ci)\z/, "") }
 run = lambda do |scenario, **kw|
-  mode = scenario.split("_").first
-  return if mode == "bootsnap" && !bs
+  mode = mode_of.(scenario)
+  return if mode.start_with?("bootsnap") && !bs
 
   seconds, digest, output, cpu = boot(app, mode, bs, opts[:dev], **kw)
   cpus[scenario] << cpu
+  if (m = output.match(/^stats objects=(\d+) gc=(\d+)$/))
+    objects[scenario] << m[1].to_i
+    gcs[scenario] << m[2].to_i
+  end
   reference ||= digest if scenario == "plain"
   unless digest && digest == reference
     features_equal = false
@@ -157,9 +193,17 @@ settle = lambda do
 end
 # One untimed plain boot first: the reference digest, and a warm page cache for everyone.
 boot(app, "plain", bs, opts[:dev]).then { |_, digest, _| reference = digest }
+# The single-layer caches are filled once, untimed (cold, then a warm boot that settles them).
+LAYERED.each do |scenario|
+  next unless SCENARIOS.include?(scenario) && (bs || !scenario.start_with?("bootsnap"))
+
+  FileUtils.rm_rf(CACHES[mode_of.(scenario)])
+  2.times { boot(app, mode_of.(scenario), bs, opts[:dev]) }
+end
 opts[:rounds].times do |round|
   SCENARIOS.each do |scenario|
-    mode, phase = scenario.split("_")
+    mode = mode_of.(scenario)
+    phase = scenario[/(cold|warm|ci)\z/]
     case phase
     when "cold"
       FileUtils.rm_rf(CACHES[mode])
@@ -177,8 +221,8 @@ end
 
 # Optional per-scenario syscall and instruction counts (one extra boot each, untimed).
 def probe_state(app, scenario, stamp)
-  mode, phase = scenario.split("_")
-  FileUtils.rm_rf(CACHES[mode]) if phase == "cold"
+  phase = scenario[/(cold|warm|ci)\z/]
+  FileUtils.rm_rf(CACHES[scenario.sub(/_(cold|warm|ci)\z/, "")]) if phase == "cold"
   touch_all(app, stamp) if phase == "ci"
 end
 
@@ -191,7 +235,7 @@ if opts[:strace]
     probe_state(app, scenario, stamp)
     log = File.join(app, "tmp/strace-#{scenario}.txt")
     FileUtils.mkdir_p(File.dirname(log))
-    boot(app, scenario.split("_").first, bs, opts[:dev], prefix: ["/usr/bin/strace", "-c", "-f", "-o", log])
+    boot(app, mode_of.(scenario), bs, opts[:dev], prefix: ["/usr/bin/strace", "-c", "-f", "-o", log])
     text = File.read(log)
     total = text[/^\S+\s+\S+\s+\S+\s+(\d+)\s+(\d+)?\s*total$/, 1].to_i
     top = text.lines.grep(/^\s*\d/).map(&:split).reject { |f| f.last == "total" }
@@ -206,27 +250,39 @@ if opts[:valgrind]
 
     stamp += 60
     probe_state(app, scenario, stamp)
-    _, _, output = boot(app, scenario.split("_").first, bs, opts[:dev],
+    _, _, output = boot(app, mode_of.(scenario), bs, opts[:dev],
                         prefix: ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"])
     extra[scenario][:instructions] = output[/I\s+refs:\s+([\d,]+)/, 1]&.delete(",")&.to_i
   end
 end
 
 med = SCENARIOS.to_h { |s| [s, times[s].empty? ? nil : median(times[s])] }
+med_cpu = SCENARIOS.to_h { |s| [s, cpus[s].empty? ? nil : median(cpus[s])] }
+med_obj = SCENARIOS.to_h { |s| [s, objects[s].empty? ? nil : median(objects[s]).round] }
+med_gc = SCENARIOS.to_h { |s| [s, gcs[s].empty? ? nil : median(gcs[s]).round] }
 fmt = ->(v) { v ? format("%.3f", v) : "n/a" }
-ratio = ->(a, b) { a && b && b.positive? ? format("%.2fx", a / b) : "n/a" }
+ratio = ->(a, b) { a && b && b.positive? ? format("%.2fx", a / b.to_f) : "n/a" }
+# Per-round ratios (each loadout boot against the same round's bootsnap boot), then their
+# median: steadier than median/median on a shared machine.
+round_ratio = lambda do |a, b, series|
+  pairs = series[a].zip(series[b]).select { |x, y| x && y&.positive? }
+  pairs.empty? ? "n/a" : format("%.2fx", median(pairs.map { |x, y| x / y }))
+end
+peer_of = ->(s) { s.start_with?("loadout") ? s.sub("loadout", "bootsnap") : nil }
 date = Time.now.utc.strftime("%Y-%m-%d")
 out = opts[:out] || File.join(ROOT, "bench/results/boot-#{date}.md")
 lines = []
 lines << "# Boot benchmark, #{Time.now.utc.iso8601}"
 lines << ""
 lines << "App: #{rb_files} Ruby files in #{opts[:gems]} gem dirs on $LOAD_PATH + app/, #{opts[:yaml]} YAML locale files " \
-         "(seed #{opts[:seed]}); #{opts[:rounds]} interleaved rounds; development_mode: #{opts[:dev]}."
+         "(seed #{opts[:seed]}#{", Bundler layout, Zeitwerk app" if opts[:bundler]}); #{opts[:rounds]} interleaved rounds; " \
+         "development_mode: #{opts[:dev]}."
 lines << "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs; #{`uname -sr`.strip}; loadout backend " \
          "#{ENV["LOADOUT_PURE"].to_s.match?(/\A(1|true|yes)\z/i) ? "ruby" : "native"}; bootsnap #{bs ? bs[:version] : "absent"}."
 lines << "Command: `#{["ruby bench/boot.rb", *ARGS].join(" ")}` (options: #{opts.reject { |k, _| k == :out }.map { |k, v| "#{k}=#{v}" }.join(" ")})"
 lines << ""
-header = "| scenario | median s | min-max s | vs plain | vs bootsnap (same phase) | median cpu s | features equal |"
+header = "| scenario | median s | min-max s | vs plain | vs bootsnap (same phase, per round) | median cpu s | " \
+         "cpu vs bootsnap | objects | GCs | features equal |"
 header += " syscalls | top syscalls |" if opts[:strace]
 header += " instructions |" if opts[:valgrind]
 lines << header
@@ -234,18 +290,19 @@ lines << "|#{"---|" * header.count("|").pred}"
 SCENARIOS.each do |s|
   next if med[s].nil?
 
-  mode, phase = s.split("_")
-  peer = mode == "loadout" ? med["bootsnap_#{phase}"] : nil
+  peer = peer_of.(s)
   row = "| #{s} | #{fmt.(med[s])} | #{fmt.(times[s].min)}-#{fmt.(times[s].max)} | #{ratio.(med[s], med["plain"])} | " \
-        "#{mode == "loadout" ? ratio.(med[s], peer) : "-"} | #{fmt.(median(cpus[s]))} | #{digests[s].uniq == [reference]} |"
+        "#{peer ? round_ratio.(s, peer, times) : "-"} | #{fmt.(med_cpu[s])} | #{peer ? round_ratio.(s, peer, cpus) : "-"} | " \
+        "#{med_obj[s] || "n/a"} | #{med_gc[s] || "n/a"} | #{digests[s].uniq == [reference]} |"
   row += " #{extra[s][:syscalls]} | #{extra[s][:top_syscalls]} |" if opts[:strace]
   row += " #{extra[s][:instructions]} |" if opts[:valgrind]
   lines << row
 end
 lines << ""
-lines << "Wall time from spawn to exit of each boot (a background cache write after exit is waited for, untimed); " \
-         "cpu = the boot process's user+sys. Ratios are median/median (< 1 is faster). " \
-         "\"ci\" = every source file's mtime changed, caches kept."
+lines << "Wall time from spawn to exit of each boot; cpu = user+sys of the boot and of every process it " \
+         "started (a background worker included, waited for). Ratios vs plain are median/median, vs bootsnap the " \
+         "median of per-round ratios (< 1 is faster). \"ci\" = every source file's mtime changed, caches kept; " \
+         "\"lp\"/\"cc\" = that layer only (load-path cache / compile cache), warm."
 notes.uniq.each { |n| lines << "- #{n}" }
 FileUtils.mkdir_p(File.dirname(out))
 File.write(out, "#{lines.join("\n")}\n")
@@ -255,4 +312,6 @@ puts "results: #{out}"
 puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["bootsnap_cold"])} " \
      "bootsnap_warm_s=#{fmt.(med["bootsnap_warm"])} bootsnap_ci_s=#{fmt.(med["bootsnap_ci"])} " \
      "loadout_cold_s=#{fmt.(med["loadout_cold"])} loadout_warm_s=#{fmt.(med["loadout_warm"])} " \
-     "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal}"
+     "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal} " \
+     "loadout_warm_objects=#{med_obj["loadout_warm"] || "n/a"} bootsnap_warm_objects=#{med_obj["bootsnap_warm"] || "n/a"} " \
+     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"}"

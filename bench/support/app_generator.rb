@@ -23,12 +23,17 @@ module Loadout
 
       attr_reader :dir, :gem_names
 
-      def initialize(dir, seed: 1, gems: 200, files: 3000, yaml: 60)
+      # +bundler+: the layout a Bundler app has (see BUNDLER_BOOT): gems under a gem home, their
+      # lib dirs ahead of Ruby's own in shuffled order, RubyGems' require removed, default gems
+      # and already-loaded features required from every gem, and a Zeitwerk-managed app/ with
+      # implicit namespaces.
+      def initialize(dir, seed: 1, gems: 200, files: 3000, yaml: 60, bundler: false)
         @dir = dir
         @seed = seed
         @gems = gems
         @files = files
         @yaml = yaml
+        @bundler = bundler
         @rng = Random.new(seed)
         @gem_names = []
         @autoloads = [] # [constant path] referenced from app code, so each autoload fires
@@ -43,7 +48,7 @@ module Loadout
         write_app([@files / 8, 10].max)
         write_locales
         write_json
-        write("boot.rb", BOOT)
+        write("boot.rb", @bundler ? BUNDLER_BOOT : BOOT)
         write("gems.txt", @gem_names.join("\n"))
         self
       end
@@ -73,21 +78,37 @@ module Loadout
         "#{WORDS[@rng.rand(WORDS.size)]}_#{WORDS[@rng.rand(WORDS.size)]}_#{index}"
       end
 
+      # Default gems and stdlib a gem's main file requires (found in Ruby's own dirs, after
+      # every gem dir in a Bundler $LOAD_PATH).
+      STDLIB = %w[set json date time securerandom forwardable logger uri digest monitor tempfile fileutils
+                  pathname ostruct erb cgi base64 bigdecimal openssl strscan stringio tsort delegate singleton
+                  observer English benchmark shellwords optparse timeout weakref open3 ipaddr zlib socket].freeze
+
+      def gem_lib(name, index)
+        @bundler ? "gemhome/gems/#{name}-1.#{index}.0/lib" : "gems/#{name}/lib"
+      end
+
       def write_gem(index, count)
         name = gem_name(index)
-        @gem_names << name
+        @gem_names << (@bundler ? "#{name}-1.#{index}.0" : name)
         mod = camel(name)
+        lib = gem_lib(name, index)
         subs = Array.new([count / 6, 1].max) { |i| "#{WORDS[@rng.rand(WORDS.size)]}#{i}" }
         entries = Array.new(count) { |i| [subs[i % subs.size], "#{WORDS[@rng.rand(WORDS.size)]}_#{i}"] }
-        top = +"# frozen_string_literal: true\n\nrequire \"set\"\nrequire \"#{name}/version\"\n\nmodule #{mod}\n"
+        top = +"# frozen_string_literal: true\n\nrequire \"set\"\nrequire \"#{name}/version\"\n"
+        STDLIB.sample(3, random: @rng).each { |f| top << "require \"#{f}\"\n" } if @bundler
+        top << "\nmodule #{mod}\n"
         relative = []
         entries.each_with_index do |(sub, file), i|
           feature = "#{name}/#{sub}/#{file}"
-          write("gems/#{name}/lib/#{feature}.rb", ruby_file([mod, camel(sub), camel(file)], @rng.rand(15..30)))
+          body = ruby_file([mod, camel(sub), camel(file)], @rng.rand(15..30))
+          # Requires of features already loaded, as real gem files make them.
+          body = "require \"set\"\nrequire \"#{name}/version\"\n#{body}" if @bundler
+          write("#{lib}/#{feature}.rb", body)
           case i % 10
           when 0
             top << "  autoload :#{camel(file)}Entry, \"#{feature}_entry\"\n"
-            autoload_file(name, mod, sub, file)
+            autoload_file(lib, name, mod, sub, file)
           when 1, 2 then relative << feature
           end
         end
@@ -101,13 +122,13 @@ module Loadout
         if @rng.rand < 0.3
           top << "\nbegin\n  require \"#{name}/native_speedup\"\nrescue LoadError\n  #{mod}::NATIVE = false\nend\n"
         end
-        write("gems/#{name}/lib/#{name}.rb", top)
-        write("gems/#{name}/lib/#{name}/version.rb", "# frozen_string_literal: true\n\nmodule #{mod}\n  VERSION = \"#{index}.#{@rng.rand(10)}.0\"\nend\n")
+        write("#{lib}/#{name}.rb", top)
+        write("#{lib}/#{name}/version.rb", "# frozen_string_literal: true\n\nmodule #{mod}\n  VERSION = \"#{index}.#{@rng.rand(10)}.0\"\nend\n")
       end
 
-      def autoload_file(name, mod, sub, file)
+      def autoload_file(lib, name, mod, sub, file)
         const = "#{camel(file)}Entry"
-        write("gems/#{name}/lib/#{name}/#{sub}/#{file}_entry.rb",
+        write("#{lib}/#{name}/#{sub}/#{file}_entry.rb",
               "# frozen_string_literal: true\n\nmodule #{mod}\n  module #{const}\n    LOADED = true\n  end\nend\n")
         @autoloads << "#{mod}::#{const}"
       end
@@ -147,6 +168,8 @@ module Loadout
       end
 
       def write_app(count)
+        return write_zeitwerk_app(count) if @bundler
+
         dirs = %w[models controllers services/billing services/sync jobs mailers]
         count.times do |i|
           dir = dirs[i % dirs.size]
@@ -160,6 +183,24 @@ module Loadout
         # Every autoload is referenced at least once, so every one fires during boot.
         refs = @autoloads.map { |c| "#{c}::LOADED" }.join(",\n  ")
         write("app/zz_autoloads.rb", "# frozen_string_literal: true\n\nAUTOLOADED = [\n  #{refs}\n].freeze\n")
+      end
+
+      # app/ as Zeitwerk manages it: one constant per file, namespaces from directories (most of
+      # them implicit: no file of their own), eager loaded at boot like a production Rails app.
+      def write_zeitwerk_app(count)
+        dirs = %w[models controllers services/billing services/sync jobs mailers models/accounts]
+        count.times do |i|
+          dir = dirs[i % dirs.size]
+          base = "#{WORDS[@rng.rand(WORDS.size)]}_#{i}"
+          klass = camel(base) + (dir == "controllers" ? "Controller" : "")
+          namespace = dir.split("/").drop(1).map { |d| camel(d) }
+          uses = Array.new(2) { @autoloads.empty? ? "Object" : @autoloads[@rng.rand(@autoloads.size)] }
+          body = ruby_file(namespace + [klass], @rng.rand(10..25))
+          body << "\n#{(namespace + [klass]).join("::")}::USES = [#{uses.join(", ")}].freeze\n"
+          write("app/#{dir}/#{base}#{"_controller" if dir == "controllers"}.rb", body)
+        end
+        refs = @autoloads.map { |c| "#{c}::LOADED" }.join(",\n  ")
+        write("config/autoloads.rb", "# frozen_string_literal: true\n\nAUTOLOADED = [\n  #{refs}\n].freeze\n")
       end
 
       def write_locales
@@ -216,6 +257,59 @@ module Loadout
         puts "digest=#{Digest::SHA256.hexdigest([features, locales, data, AUTOLOADED.size].inspect)} features=#{features.size}"
       RUBY
       private_constant :BOOT
+
+      # The Bundler-layout entry point: what bundler/setup leaves behind (gem dirs under a
+      # Gem.path entry, inserted at Gem.load_path_insert_index, RubyGems' require replaced by
+      # Ruby's own), then the boot cache, then a Rails-like boot. Prints the digest line and
+      # "stats objects=N gc=N" (allocations and GCs of the whole boot).
+      BUNDLER_BOOT = <<~'RUBY'
+        # frozen_string_literal: true
+
+        app = __dir__
+        cache = ENV.fetch("BENCH_CACHE", File.join(app, "tmp/cache"))
+        home = File.join(app, "gemhome")
+        Gem.paths = { "GEM_HOME" => home, "GEM_PATH" => ([home] + Gem.path).uniq.join(File::PATH_SEPARATOR) }
+        gems = File.read(File.join(app, "gems.txt")).split("\n")
+        paths = gems.map { |g| File.join(home, "gems", g, "lib") }.shuffle(random: Random.new(gems.size))
+        $LOAD_PATH.insert(Gem.load_path_insert_index, *paths)
+        [Kernel.singleton_class, Kernel].each do |k|
+          next unless k.private_method_defined?(:gem_original_require)
+
+          private_require = k.private_method_defined?(:require)
+          k.send(:remove_method, :require) rescue nil
+          k.send(:define_method, :require, k.instance_method(:gem_original_require))
+          k.send(:private, :require) if private_require
+        end
+        layers = ENV.fetch("BENCH_LAYERS", "all")
+        case ENV.fetch("BENCH_MODE", "plain")
+        when "bootsnap"
+          require "bootsnap"
+          Bootsnap.setup(cache_dir: cache, development_mode: ENV["BENCH_DEV"] == "1",
+                         load_path_cache: layers != "cc", compile_cache_iseq: layers != "lp",
+                         compile_cache_yaml: layers != "lp", compile_cache_json: layers != "lp")
+        when "loadout"
+          require "loadout"
+          Loadout.setup(cache_dir: cache, root: app, development_mode: ENV["BENCH_DEV"] == "1",
+                        load_path_cache: layers != "cc", compile_cache: layers != "lp")
+        end
+        require "zeitwerk"
+        require "yaml"
+        require "json"
+        gems.each { |g| require g.sub(/-1\.\d+\.0\z/, "") }
+        locales = Dir[File.join(app, "config/locales/*.yml")].sort.map { |f| YAML.load_file(f) }
+        data = Dir[File.join(app, "config/*.json")].sort.map { |f| JSON.load_file(f) }
+        loader = Zeitwerk::Loader.new
+        loader.push_dir(File.join(app, "app/models"))
+        %w[controllers services jobs mailers].each { |d| loader.push_dir(File.join(app, "app", d)) }
+        loader.setup
+        loader.eager_load
+        require File.join(app, "config/autoloads")
+        require "digest"
+        features = $LOADED_FEATURES.select { |f| f.start_with?("#{app}/") }.map { |f| f.delete_prefix("#{app}/") }
+        puts "digest=#{Digest::SHA256.hexdigest([features, locales, data, AUTOLOADED.size].inspect)} features=#{features.size}"
+        puts "stats objects=#{GC.stat(:total_allocated_objects)} gc=#{GC.count}"
+      RUBY
+      private_constant :BUNDLER_BOOT
     end
   end
 end

@@ -10,11 +10,14 @@ require_relative "load_path/index"
 require_relative "load_path/lister"
 require_relative "load_path/roots"
 require_relative "load_path/state"
-unless Loadout::BACKEND == :native
-  require_relative "load_path/loaded_features"
-  require_relative "load_path/observer"
-  require_relative "load_path/ruby_hook"
-  require_relative "load_path/ruby_index"
+# The Ruby twins: loaded with the pure backend; with the C one only when named (tests compare).
+%w[loaded_features observer ruby_hook ruby_index].each do |file|
+  if Loadout::BACKEND == :native
+    name = file.split("_").map(&:capitalize).join.to_sym
+    Loadout::LoadPath.autoload(name, File.expand_path("load_path/#{file}", __dir__))
+  else
+    require_relative "load_path/#{file}"
+  end
 end
 
 module Loadout

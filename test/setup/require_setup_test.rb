@@ -81,14 +81,32 @@ class RequireSetupTest < Minitest::Test
     end
   end
 
-  test "a component file this Ruby cannot parse costs one warning, and the app boots without it" do
+  test "a file shadowing one of loadout's on $LOAD_PATH changes nothing: loadout loads its own by absolute path" do
     with_app do |app|
-      with_files([["loadout/compile_cache.rb", "module Loadout\n  def broken(\nend\n"]]) do |shadow|
+      with_files([["loadout/compile_cache.rb", "module Loadout\n  def broken(\nend\n"], ["loadout/scan.rb", "raise 'shadow'"]]) do |shadow|
         script = "$LOAD_PATH.unshift(#{shadow.dump}); " \
                  'require "loadout/setup"; require "yaml"; p YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml")).keys; ' \
                  "p Loadout::Boot.installed.map(&:name)"
         env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
         result = spawn_ruby("-e", script, env: env, chdir: app)
+        assert result.success?, result.stderr
+        assert_equal ['["en"]', '["Loadout::CompileCache", "Loadout::LoadPath"]'], result.stdout.lines.map(&:chomp)
+        assert_equal [], loadout_lines(result.stderr)
+      end
+    end
+  end
+
+  test "a component file this Ruby cannot parse costs one warning, and the app boots without it" do
+    with_app do |app|
+      with_files([]) do |copy|
+        FileUtils.cp_r(File.join(Loadout::TestSupport::Subprocess::LIB, "."), copy)
+        File.write(File.join(copy, "loadout/compile_cache.rb"), "module Loadout\n  def broken(\nend\n")
+        # A copy of lib/ with a broken compile_cache.rb, used without the app's bundle (whose path
+        # gem would be the real lib/).
+        script = "require #{File.join(copy, "loadout").dump}; " \
+                 'Loadout.setup(cache_dir: "tmp/cache/loadout", root: Dir.pwd); require "yaml"; ' \
+                 'p YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml")).keys; p Loadout::Boot.installed.map(&:name)'
+        result = spawn_ruby("-e", script, env: { "BUNDLE_GEMFILE" => nil, "RUBYOPT" => nil }, chdir: app)
         assert result.success?, result.stderr
         assert_equal ['["en"]', '["Loadout::LoadPath"]'], result.stdout.lines.map(&:chomp)
         lines = loadout_lines(result.stderr)
