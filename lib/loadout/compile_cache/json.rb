@@ -17,6 +17,8 @@ module Loadout
 
       # Prepended to JSON's singleton class.
       module Hook
+        extend ValueHandler::Preload
+
         def load_file(filespec, opts = {})
           JSON.fetch(:load_file, filespec, opts) { super }
         end

@@ -31,7 +31,12 @@ module Loadout
         def fetch_for(ctx, kind, file, original)
           return original.call unless file.is_a?(String) || file.respond_to?(:to_path)
 
-          call = yield
+          call = begin
+            yield
+          rescue StandardError => e
+            CompileCache.internal_error(kind, file.to_s, e)
+            return original.call
+          end
           unless call.is_a?(Call)
             ctx.counters.event(kind, :skipped, file.to_s, call)
             return original.call
@@ -65,6 +70,11 @@ module Loadout
               state, value = serve(ctx, call, abspath, key, blob)
               return value if state == :served
             end
+          rescue EncodingError
+            # A path that cannot be expanded in this process's encodings (a default_external that
+            # is not ASCII-compatible): nothing wrong with loadout, so no warning.
+            ctx.counters.event(call.kind, :skipped, path.to_s.b, :encoding)
+            return yield
           rescue StandardError => e
             CompileCache.internal_error(call.kind, path.to_s, e)
             return yield

@@ -30,6 +30,8 @@ module Loadout
 
       # Prepended to Psych's singleton class.
       module Hook
+        extend ValueHandler::Preload
+
         def load_file(filename, **kwargs)
           YAML.fetch(:load_file, filename, kwargs) { super }
         end
