@@ -16,7 +16,8 @@ class JsonVersionsTest < Minitest::Test
   # [method, positional args after the path (:path stands for it), keywords]
   CALLS = [
     [[:path], {}], [[:path, { symbolize_names: true }], {}], [[:path], { symbolize_names: true }],
-    [[:path, nil], {}], [[:path, {}], {}], [[:path], { freeze: true }], [[:path], { symbolize_names: true, freeze: true }],
+    [[:path, nil], {}], [[:path, {}], {}], [[:path], { freeze: true }],
+    [[:path], { symbolize_names: true, freeze: true }],
     [[:path], { max_nesting: 1 }], [[:path], { bogus: 1 }], [[:path, { symbolize_names: true }], { freeze: true }],
     [[:path, "opts"], {}], [[], {}], [[:path, {}, 3], {}], [[:path], { "symbolize_names" => true }],
     [[:nan], {}], [[:nan], { allow_nan: true }], [[:dup], {}], [[:dup], { allow_duplicate_key: true }],
@@ -34,7 +35,9 @@ class JsonVersionsTest < Minitest::Test
     calls = Marshal.load(ARGV[1].unpack1("m0"))
     paths = { path: "data.json", nan: "nan.json", dup: "dup.json", missing: "missing.json" }
     deep_frozen = lambda do |v|
-      v.frozen? && (v.is_a?(Hash) ? v.all? { |k, x| deep_frozen.(k) && deep_frozen.(x) } : !v.is_a?(Array) || v.all?(&deep_frozen))
+      next false unless v.frozen?
+
+      v.is_a?(Hash) ? v.all? { |k, x| deep_frozen.(k) && deep_frozen.(x) } : !v.is_a?(Array) || v.all?(&deep_frozen)
     end
     results = calls.map do |method, args, kwargs|
       args = args.map { |a| paths.fetch(a, a) }
@@ -60,7 +63,9 @@ class JsonVersionsTest < Minitest::Test
     env["GEM_PATH"] = "#{SIDE_GEMS}:#{Gem.default_dir}" unless version == "default"
     result = spawn_ruby(*ruby_opts, "calls.rb", version, [Marshal.dump(CALLS)].pack("m0"), chdir: dir, env: env)
     assert result.success?, "json #{version}: #{result.stdout}\n#{result.stderr}"
-    values, stats = result.stdout.lines.map { |l| Marshal.load(l.chomp.unpack1("m0")) } # rubocop:disable Security/MarshalLoad
+    # rubocop:disable Security/MarshalLoad -- our own child's output
+    values, stats = result.stdout.lines.map { |l| Marshal.load(l.chomp.unpack1("m0")) }
+    # rubocop:enable Security/MarshalLoad
     [values, stats, result.stderr]
   end
 
@@ -83,7 +88,8 @@ class JsonVersionsTest < Minitest::Test
         end
         # Every call that succeeds with Symbol options is served from the cache on the warm boot.
         servable = CALLS.each_index.count do |i|
-          plain[1][i][0][0] == :ok && CALLS[i][2].keys.all?(Symbol) && CALLS[i][1].grep(Hash).all? { |h| h.keys.all?(Symbol) }
+          symbol_keys = CALLS[i][2].keys.all?(Symbol) && CALLS[i][1].grep(Hash).all? { |h| h.keys.all?(Symbol) }
+          plain[1][i][0][0] == :ok && symbol_keys
         end
         raising = CALLS.each_index.count { |i| plain[1][i][0][0] == :raise }
         assert_operator servable, :>=, 10

@@ -38,12 +38,14 @@ class BinaryIOTest < Minitest::Test
     $stdout.binmode
     $stdout.write([Marshal.dump(results)].pack("m0"), "\n")
     if defined?(Loadout::CompileCache)
-      stats = Loadout::CompileCache.stats.to_h { |kind, s| [kind, s.slice(:hits, :misses, :stale, :revalidated, :skipped)] }
+      stats = Loadout::CompileCache.stats.to_h do |kind, s|
+        [kind, s.slice(:hits, :misses, :stale, :revalidated, :skipped)]
+      end
       $stdout.write([Marshal.dump(stats)].pack("m0"), "\n")
     end
   RUBY
 
-  FILES = [["data.json", %({"name": "h\u00e9llo w\u00f6rld", "list": [1, 2.5, null, true], "nested": {"k": "\u65e5\u672c"}})],
+  FILES = [["data.json", %({"name": "h\u00e9llo w\u00f6rld", "list": [1, 2.5, null, true], "nested": {"k": "\u65e5"}})],
            ["data.yml", "name: h\u00e9llo w\u00f6rld\nlist: [1, 2.5, ~, true]\nnested:\n  k: \u65e5\u672c\n"],
            ["boot.rb", SCRIPT]].freeze
 
