@@ -103,7 +103,9 @@ module Loadout
             options << [name, value]
           end
           freeze = opts.is_a?(Hash) && opts[:freeze] ? true : false
-          Values::Call.new(:json, LETTER, options.sort_by(&:to_s).inspect, freeze, Values::NO_FALLBACK)
+          shape = [:json, method, opts.is_a?(Hash) ? opts.to_h { |k, v| [k, v] } : opts, external.name, internal&.name]
+          Values::Call.new(:json, LETTER, options.sort_by(&:to_s).inspect, freeze, Values::NO_FALLBACK, nil, nil, nil,
+                           shape)
         end
 
         # json 2.13 to 2.x warns (category :deprecated) about duplicate keys and comments while it

@@ -3,6 +3,7 @@
 require "loadout/compile_cache/digest"
 require "loadout/compile_cache/entry"
 require "loadout/compile_cache/serializer"
+require_relative "value_calls"
 
 module Loadout
   module CompileCache
@@ -19,7 +20,9 @@ module Loadout
       # +variant+ is filled in on first use (Key#variant of kind and options).
       # +tags+ (YAML): :record marks entries whose source has no tag (Entry::TAG_FREE); :require
       # also serves and stores only those (custom Psych tags are registered: see YAMLTags).
-      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source, :variant, :tags)
+      # +shape+: the call as plain data, for the boot record (ValueCalls); nil when it holds
+      # objects that cannot be recorded.
+      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source, :variant, :tags, :shape)
 
       # How many distinct option sets a handler remembers its Call for (see .memo).
       MEMO_LIMIT = 64
@@ -43,6 +46,7 @@ module Loadout
             ctx.counters.event(kind, :skipped, file.to_s, call)
             return original.call
           end
+          ValueCalls.note(call)
           fetch(ctx, call, file.respond_to?(:to_path) ? file.to_path : file, &original)
         end
 

@@ -76,6 +76,7 @@ module Loadout
         def call_for(method, kwargs)
           options = [::Psych::VERSION, method]
           fallback = Values::NO_FALLBACK
+          replay = {} # the keywords as plain data (ValueCalls)
           kwargs.each do |name, value|
             return :option unless KEYWORDS[method].include?(name)
 
@@ -87,26 +88,30 @@ module Loadout
               return :option unless names.all?(String)
 
               options << [name, names.sort]
+              replay[name] = names.sort
             when :permitted_symbols
               return :option unless value.is_a?(Array) && value.all? { |s| s.is_a?(Symbol) || s.is_a?(String) }
 
               options << [name, value.map(&:to_s).sort]
+              replay[name] = value.map(&:to_s).sort
             when :filename
               nil # only used in error messages, which are never cached
             when :fallback
               if IMMEDIATES.include?(value.class)
                 options << [name, value]
+                replay[name] = value
               else
                 options << [name, :object]
                 fallback = value
+                replay = nil
               end
             else
               options << [name, value ? true : false]
+              replay[name] = value ? true : false
             end
           end
-          options_key = options.inspect
-          Values::Call.new(:yaml, LETTER, options_key, kwargs[:freeze] ? true : false, fallback, PLAIN_SOURCE, nil,
-                           :record)
+          Values::Call.new(:yaml, LETTER, options.inspect, kwargs[:freeze] ? true : false, fallback, PLAIN_SOURCE, nil,
+                           :record, replay && [:yaml, method, replay, nil, nil])
         end
       end
     end
