@@ -85,7 +85,9 @@ module Loadout
         reader, writer = IO.pipe(binmode: true)
         cmd = [RbConfig.ruby, "-I", LIB, "-e", 'require "loadout/cli"; exit Loadout::CLI.new(ARGV).run',
                "__worker", *worker_args, list.path]
-        pid = Process.spawn(*cmd, out: writer, in: File::NULL)
+        # A parent on the Ruby backend because the extension is missing has said so once already.
+        env = BACKEND == :ruby ? { "LOADOUT_PURE" => "1" } : {}
+        pid = Process.spawn(env, *cmd, out: writer, in: File::NULL)
         writer.close
         { pid: pid, out: reader, list: list }
       rescue StandardError
