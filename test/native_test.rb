@@ -17,6 +17,60 @@ class NativeTest < Minitest::Test
     assert_match(/LOADOUT_PURE: "maybe" is not accepted; use 1\/0\/true\/false\/yes\/no/, result.stderr)
   end
 
+  # A copy of lib/ without the built extension, laid out as a source checkout (what a Gemfile's
+  # `gem "loadout", path: ...` loads: Bundler builds no extension for it) or as an installed gem.
+  def with_unbuilt_copy(checkout:)
+    Dir.mktmpdir("loadout-unbuilt") do |dir|
+      FileUtils.cp_r(Loadout::TestSupport::Subprocess::LIB, dir)
+      Dir.glob(File.join(dir, "lib/loadout/*.{so,bundle}")).each { |f| File.delete(f) }
+      if checkout
+        root = File.expand_path("..", Loadout::TestSupport::Subprocess::LIB)
+        FileUtils.mkdir_p(File.join(dir, "ext/loadout"))
+        FileUtils.cp(File.join(root, "Rakefile"), dir)
+        FileUtils.cp(File.join(root, "ext/loadout/extconf.rb"), File.join(dir, "ext/loadout"))
+      end
+      yield File.realpath(dir)
+    end
+  end
+
+  def ruby_in(dir, script, *args)
+    Open3.capture3({ "LOADOUT_PURE" => nil, "RUBYOPT" => nil }, RbConfig.ruby, "-I", File.join(dir, "lib"), "-e", script, *args)
+  end
+
+  test "the warning of a path gem without its extension says how to build it" do
+    with_unbuilt_copy(checkout: true) do |dir|
+      _, err, status = ruby_in(dir, 'require "loadout"')
+      assert status.success?, err
+      assert_equal 1, err.lines.size, err
+      assert_equal "loadout: native extension unavailable (cannot load such file -- loadout/loadout_ext); using the " \
+                   "pure-Ruby backend, which is slower. Fix: build it with `rake compile` in #{dir}, using the Ruby " \
+                   "that runs the app (Bundler does not build extensions of gems it loads from a path) (or set " \
+                   "LOADOUT_PURE=1 to use the Ruby backend without this warning)\n", err
+    end
+  end
+
+  test "the warning of an installed gem without its extension says to reinstall it" do
+    with_unbuilt_copy(checkout: false) do |dir|
+      _, err, = ruby_in(dir, 'require "loadout"')
+      assert_equal 1, err.lines.size, err
+      assert_match(/using the pure-Ruby backend, which is slower\. Fix: reinstall loadout where a C compiler and Ruby's /, err)
+      assert_match(/\(`gem pristine loadout`, or `bundle pristine loadout` in a bundle\)/, err)
+    end
+  end
+
+  test "a loadout command that runs worker processes warns once, not once per worker" do
+    with_unbuilt_copy(checkout: true) do |dir|
+      app = File.join(dir, "app")
+      FileUtils.mkdir_p(app)
+      80.times { |i| File.write(File.join(app, "f#{i}.rb"), "X#{i} = #{i}\n") }
+      cli = 'require "loadout/cli"; exit Loadout::CLI.new(ARGV).run'
+      out, err, status = ruby_in(dir, cli, "precompile", "-j", "2", "--cache-dir", File.join(dir, "cache"), app)
+      assert status.success?, out + err
+      assert_match(/with 2 workers/, out)
+      assert_equal 1, err.lines.grep(/native extension unavailable/).size, err
+    end
+  end
+
   test "without the compiled extension the gem works on the Ruby twins with one warning" do
     Dir.mktmpdir("loadout-nolib") do |dir|
       FileUtils.cp_r(Loadout::TestSupport::Subprocess::LIB, dir)

@@ -183,6 +183,10 @@ module Loadout
           if @installed.any? { |m| m.name == "Loadout::LoadPath" }
             guard("record the load path") { LoadPath.__record_boot(store, @config&.root) }
           end
+          # The YAML/JSON calls the app made, for precompile and check (which run in another process).
+          if @installed.any? { |m| m.name == "Loadout::CompileCache" }
+            guard("record the value calls") { CompileCache.__record_boot(store) }
+          end
         end
         guard("flush the store") { store.flush }
         guard("close the store") { store.close }

@@ -69,6 +69,7 @@ module Loadout
         uninstall!
         readonly = true if readonly || !store.writable?
         @counters = Counters.new
+        ValueCalls.reset! if const_defined?(:ValueCalls, false)
         @context = Context.new(store, readonly, trust, Key.new(roots), Validator.new(store, readonly),
                                @counters, miss_compile)
         # YAML and JSON first, so their files are not compiled through the ISeq hook.
@@ -111,6 +112,34 @@ module Loadout
       # digesting (digest_ns).
       def stats #: () -> Hash[Symbol, Hash[Symbol, untyped]]
         (@counters || Counters.new).to_h
+      end
+
+      # `loadout precompile` for one file, into the installed store: an ISeq miss (compiled by
+      # the writer), or a YAML/JSON file loaded with every call shape a boot of the app may use
+      # (ValueCalls), so the next boot finds the very entries it looks up. Raises the file's own
+      # error when it cannot be loaded at all.
+      def precompile(path) #: (String) -> void
+        ctx = @context or raise Error, "the compile cache is not installed"
+        kind = if path.end_with?(".yml", ".yaml") then :yaml
+               elsif path.end_with?(".json") then :json
+               end
+        unless kind
+          RubyVM::InstructionSequence.load_iseq(path) if defined?(RubyVM::InstructionSequence.load_iseq)
+          return
+        end
+
+        require kind == :yaml ? "yaml" : "json"
+        require_relative "compile_cache/value_calls"
+        @shapes = nil unless @shapes_for.equal?(ctx)
+        @shapes_for = ctx
+        shapes = (@shapes ||= {})[kind] ||= ValueCalls.shapes(ctx.store, kind)
+        ValueCalls.precompile(path, shapes)
+      end
+
+      # At a boot's exit (Boot records it when the boot wrote to the cache): the YAML and JSON
+      # call shapes this process used, for precompile and check (ValueCalls).
+      def __record_boot(store) # :nodoc:
+        ValueCalls.record(store) if const_defined?(:ValueCalls, false)
       end
 
       # Reports an unexpected error inside a handler: counted, warned about once per process;

@@ -30,9 +30,24 @@ module Loadout
       :native
     rescue LoadError => e
       # A missing build is a supported configuration (gem installed without a compiler), but it
-      # costs speed, so say so once. LOADOUT_PURE=1 silences it.
-      warn "loadout: native extension unavailable (#{e.message}); using the pure-Ruby backend"
+      # costs speed, so say so once, with the way to get it. LOADOUT_PURE=1 silences it (and
+      # loadout's own worker processes get it, so one command warns once).
+      warn "loadout: native extension unavailable (#{e.message}); using the pure-Ruby backend, which is " \
+           "slower. #{build_hint} (or set LOADOUT_PURE=1 to use the Ruby backend without this warning)"
       :ruby
+    end
+
+    # How to get the extension for the copy of loadout at +root+: a source checkout (what a
+    # Gemfile's `gem "loadout", path: ...` loads; Bundler builds no extension for those) is
+    # built with its Rakefile, an installed gem is reinstalled where it can compile.
+    def self.build_hint(root = File.expand_path("../..", __dir__)) #: (?String) -> String
+      if File.file?(File.join(root, "Rakefile")) && File.file?(File.join(root, "ext", "loadout", "extconf.rb"))
+        "Fix: build it with `rake compile` in #{root}, using the Ruby that runs the app " \
+          "(Bundler does not build extensions of gems it loads from a path)"
+      else
+        "Fix: reinstall loadout where a C compiler and Ruby's headers are installed " \
+          "(`gem pristine loadout`, or `bundle pristine loadout` in a bundle)"
+      end
     end
   end
 

@@ -70,6 +70,33 @@ class CompileCacheCheckerTest < Minitest::Test
     end
   end
 
+  test "a YAML or JSON entry counts only under a call shape the app's boots use (recorded, or a common one)" do
+    require "yaml"
+    require "json"
+    with_files([["c/x.yml", "a: 1\n"], ["c/x.json", "{\"a\": 1}"]]) do |dir|
+      path = File.join(dir, "store")
+      yml = File.join(dir, "c/x.yml")
+      json = File.join(dir, "c/x.json")
+      sleep((Loadout::CompileCache::Validator::RACY_NS / 1e9) + 0.2)
+      Loadout::Store.open(path) do |store|
+        Loadout::CompileCache.install!(store: store, iseq: false, roots: [dir], miss_compile: :exit)
+        YAML.safe_load_file(yml, symbolize_names: true) # a shape no default covers
+        JSON.load_file(json, { symbolize_names: true })
+        store.flush
+      ensure
+        Loadout::CompileCache.uninstall!
+      end
+      # Entries exist, but not under a variant a boot is known to read.
+      assert_equal [:missing, "no entry"], check(path, yml, :yaml, dir)
+      assert_equal [:missing, "no entry"], check(path, json, :json, dir)
+      # The boot's record names the shapes: now they are the ones checked.
+      Loadout::Store.open(path) { |store| Loadout::CompileCache.__record_boot(store) }
+      Loadout::CompileCache.instance_variable_set(:@checker, nil)
+      assert_equal [:hit, nil], check(path, yml, :yaml, dir)
+      assert_equal [:hit, nil], check(path, json, :json, dir)
+    end
+  end
+
   test "an unknown kind is a ConfigError naming the accepted kinds" do
     error = assert_raises(Loadout::ConfigError) do
       Loadout::CompileCache.check(store: Object.new, path: "/x.rb", kind: :toml, roots: ["/"])

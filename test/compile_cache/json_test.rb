@@ -16,7 +16,8 @@ class CompileCacheJsonTest < Minitest::Test
     "nan.json" => '{"x": NaN}',
     "deep.json" => "#{"[" * 5}1#{"]" * 5}",
     "bad.json" => '{"a": [1, 2}',
-    "empty.json" => ""
+    "empty.json" => "",
+    "unicode_keys.json" => %({"\u65e5\u672c": 1, "\u0f63\u0f7c": [2], "ascii": 3})
   }.freeze
 
   OPTION_SETS = [

@@ -32,7 +32,9 @@ class CompileCacheYamlTest < Minitest::Test
     # No anchors: equal scalars are separate objects (deduplicated only under freeze: true).
     "dups.yml" => "a: same\nb: same\nc: [same, same, 'same']\nsame: {same: same}\ne: Hi!\n",
     "quoted_amp.yml" => "d: \"x & y\"\n",
-    "flow_alias.yml" => "a: [&x 1, *x]\nb: {k: &y [1], l: *y}\n"
+    "flow_alias.yml" => "a: [&x 1, *x]\nb: {k: &y [1], l: *y}\n",
+    # Non-ASCII Symbols (rails-i18n's dz.yml: date.order) and keys symbolized by symbolize_names.
+    "unicode_symbols.yml" => "order:\n- :\u0F63\u0F7C\n- :\u65E5\u672C\n- :abc\n\u30AD\u30FC: \u5024\n"
   }.freeze
 
   PERMITTED = { permitted_classes: [Date, Time, Symbol], aliases: true }.freeze

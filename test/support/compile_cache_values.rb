@@ -34,6 +34,13 @@ module Loadout
         when nil, true, false, Integer, Symbol then [obj.class, obj]
         when Float then [Float, [obj].pack("G")]
         else
+          # A plain frozen String is described by value: Psych deduplicates hash keys (and, under
+          # freeze: true, every String) with String#-@, and which equal Strings of one result end
+          # up as one object depends on GC timing (in ~10% of loads of a big locale file some
+          # equal keys are distinct objects), so no program can rely on it.
+          if obj.instance_of?(String) && obj.frozen? && obj.instance_variables.empty?
+            return [String, true, obj.encoding.name, obj.b]
+          end
           return [:same_as, seen[obj]] if seen.key?(obj)
 
           seen[obj] = seen.size

@@ -29,7 +29,8 @@ module Loadout
       def self.worker(cli, argv)
         kinds = nil
         _rest, ctx = cli.parse(argv[0...-1], "__worker", "internal") { |o| o.on("--kinds LIST") { |v| kinds = v } }
-        files = File.read(argv.last).split("\0")
+        # Written in binary by WorkerPool; tagged back as the file system's, like Scan's paths.
+        files = File.binread(argv.last).force_encoding(Encoding.find("filesystem")).split("\0")
         new(cli, []).compile_files(ctx, files, kinds.to_s.split(",").map(&:to_sym)) { |line| cli.out.puts line; cli.out.flush }
         0
       end

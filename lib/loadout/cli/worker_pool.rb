@@ -36,7 +36,7 @@ module Loadout
       end
 
       def self.read(path)
-        File.read(path).strip
+        File.binread(path).strip
       rescue SystemCallError
         nil
       end
@@ -78,15 +78,22 @@ module Loadout
 
       def self.start(group, worker_args)
         require "tempfile"
-        list = Tempfile.new("loadout-precompile")
+        # Binary: the paths are bytes, whatever the encodings this process runs with.
+        list = Tempfile.new("loadout-precompile", binmode: true)
         list.write(group.join("\0"))
         list.flush
-        reader, writer = IO.pipe
+        reader, writer = IO.pipe(binmode: true)
         cmd = [RbConfig.ruby, "-I", LIB, "-e", 'require "loadout/cli"; exit Loadout::CLI.new(ARGV).run',
                "__worker", *worker_args, list.path]
-        pid = Process.spawn(*cmd, out: writer, in: File::NULL)
+        # A parent on the Ruby backend because the extension is missing has said so once already.
+        env = BACKEND == :ruby ? { "LOADOUT_PURE" => "1" } : {}
+        pid = Process.spawn(env, *cmd, out: writer, in: File::NULL)
         writer.close
         { pid: pid, out: reader, list: list }
+      rescue StandardError
+        [reader, writer].each { |io| io&.close unless io&.closed? }
+        list&.close!
+        raise
       end
       private_class_method :start
     end

@@ -4,6 +4,7 @@ require "loadout/compile_cache"
 require "loadout/compile_cache/key"
 require "loadout/compile_cache/entry"
 require "loadout/compile_cache/validator"
+require_relative "value_calls"
 
 module Loadout
   module CompileCache
@@ -12,8 +13,10 @@ module Loadout
     # (Validator with readonly: true, so a digest match appends nothing).
     #
     # ISeq entries are looked up under the variant this process would use (the default compile
-    # options). YAML and JSON variants depend on the method and keywords the app calls with,
-    # which only the app knows, so any variant of the file counts: the best answer wins.
+    # options). YAML and JSON variants depend on the method, keywords and (JSON) encodings the
+    # app calls with: the variants of the call shapes its boots recorded and of the common ones
+    # are looked at (ValueCalls), the best answer wins. A YAML file with tags is reported as
+    # left to Psych when the app registers custom Psych tags (Rails does).
     class Checker # :nodoc:
       RANK = { hit: 0, stale: 1, missing: 2 }.freeze
 
@@ -41,26 +44,21 @@ module Loadout
         @key.for("i", @key.variant(:iseq, options), path)
       end
 
-      # Every stored key of this kind for +path+, whatever its variant.
+      # The stored keys a boot may look +path+ up under (one per expected call shape).
       def data_keys(path, letter)
-        relative = @key.for(letter, "", path).delete_prefix("#{Key::PREFIX}#{letter}//")
-        by_path[[letter, relative]] || []
+        kind = letter == "y" ? :yaml : :json
+        @variants ||= {}
+        variants = @variants[kind] ||= begin
+          require kind == :yaml ? "yaml" : "json" # the library's version is part of the variant
+          ValueCalls.variants(@key, kind, ValueCalls.shapes(@store, kind))
+        end
+        variants.map { |v| @key.for(letter, v, path) }.select { |key| @store.key?(key) }
       end
 
-      # { [letter, relative key] => [store keys] } for the YAML and JSON entries, built once.
-      def by_path
-        @by_path ||= begin
-          map = Hash.new { |h, k| h[k] = [] }
-          @store.each do |key, _value|
-            next unless key.start_with?("cc/y/", "cc/j/")
-
-            letter = key[3]
-            rest = key[5..]
-            slash = rest.index("/") or next
-            map[[letter, rest[(slash + 1)..]]] << key
-          end
-          map
-        end
+      # Whether the app's boots had custom Psych tags registered (then a tagged file is Psych's).
+      def custom_tags?
+        @custom_tags = ValueCalls.recorded(@store)[:custom_tags] if @custom_tags.nil?
+        @custom_tags
       end
 
       def check_entry(path, key)
@@ -72,6 +70,9 @@ module Loadout
         when :stale then [:stale, "content changed since it was cached"]
         else
           return [:hit, "Ruby compiles it itself (#{entry.payload.force_encoding(Encoding::UTF_8)})"] if entry.negative?
+          if key.start_with?("cc/y/") && (entry.flags & Entry::TAG_FREE).zero? && custom_tags?
+            return [:hit, "left to Psych: it uses YAML tags and the app registers custom ones (Rails does)"]
+          end
 
           [:hit, state == :revalidated ? "metadata changed, content the same: one digest, then stat hits" : nil]
         end

@@ -66,6 +66,20 @@ module Loadout
           nil
         end
 
+        # A Symbol goes into MessagePack as its name's bytes, which come back as a binary String:
+        # only UTF-8 (and ASCII) names are packed, and read back as UTF-8 (YAML and JSON names are
+        # UTF-8). Any other Symbol makes the value go to Marshal, which keeps every encoding.
+        def symbol_name(sym)
+          name = sym.to_s
+          raise EncodingError, "not a UTF-8 Symbol" unless name.encoding == Encoding::UTF_8 || name.ascii_only?
+
+          name
+        end
+
+        def symbol(bytes)
+          (+bytes).force_encoding(Encoding::UTF_8).to_sym
+        end
+
         # The msgpack factory, built once; false when the gem cannot be loaded.
         def msgpack
           return @msgpack unless @msgpack.nil?
@@ -73,7 +87,7 @@ module Loadout
           @msgpack = begin
             require "msgpack"
             factory = MessagePack::Factory.new
-            factory.register_type(SYMBOL_TYPE, Symbol, packer: :to_s.to_proc, unpacker: :to_sym.to_proc)
+            factory.register_type(SYMBOL_TYPE, Symbol, packer: method(:symbol_name), unpacker: method(:symbol))
             Codec.new(factory)
           rescue LoadError, StandardError
             false

@@ -3,6 +3,7 @@
 require "loadout/compile_cache/digest"
 require "loadout/compile_cache/entry"
 require "loadout/compile_cache/serializer"
+require_relative "value_calls"
 
 module Loadout
   module CompileCache
@@ -17,7 +18,11 @@ module Loadout
       # +plain_source+, when given, is a Regexp that a source must not match for a MessagePack
       # round trip to be trusted without Fidelity's walk (see YAML::PLAIN_SOURCE).
       # +variant+ is filled in on first use (Key#variant of kind and options).
-      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source, :variant)
+      # +tags+ (YAML): :record marks entries whose source has no tag (Entry::TAG_FREE); :require
+      # also serves and stores only those (custom Psych tags are registered: see YAMLTags).
+      # +shape+: the call as plain data, for the boot record (ValueCalls); nil when it holds
+      # objects that cannot be recorded.
+      Call = Struct.new(:kind, :letter, :options, :freeze, :fallback, :plain_source, :variant, :tags, :shape)
 
       # How many distinct option sets a handler remembers its Call for (see .memo).
       MEMO_LIMIT = 64
@@ -31,11 +36,17 @@ module Loadout
         def fetch_for(ctx, kind, file, original)
           return original.call unless file.is_a?(String) || file.respond_to?(:to_path)
 
-          call = yield
+          call = begin
+            yield
+          rescue StandardError => e
+            CompileCache.internal_error(kind, file.to_s, e)
+            return original.call
+          end
           unless call.is_a?(Call)
             ctx.counters.event(kind, :skipped, file.to_s, call)
             return original.call
           end
+          ValueCalls.note(call)
           fetch(ctx, call, file.respond_to?(:to_path) ? file.to_path : file, &original)
         end
 
@@ -65,6 +76,11 @@ module Loadout
               state, value = serve(ctx, call, abspath, key, blob)
               return value if state == :served
             end
+          rescue EncodingError
+            # A path that cannot be expanded in this process's encodings (a default_external that
+            # is not ASCII-compatible): nothing wrong with loadout, so no warning.
+            ctx.counters.event(call.kind, :skipped, path.to_s.b, :encoding)
+            return yield
           rescue StandardError => e
             CompileCache.internal_error(call.kind, path.to_s, e)
             return yield
@@ -76,6 +92,8 @@ module Loadout
 
         # [:served, value] or [event, nil] where event is why it was not served.
         def serve(ctx, call, abspath, key, blob)
+          return [:miss, nil] if call.tags == :require && ((blob.getbyte(5) || 0) & Entry::TAG_FREE).zero?
+
           trusted = ctx.trusted?(abspath)
           # The common warm hit in one native call (see Entry.fresh_payload), with the stat record
           # a revalidation appended when there is one; entries stored before values recorded
@@ -130,18 +148,26 @@ module Loadout
           identity = Digest.identity(abspath)
           verified = ctx.validator.now_ns
           plain = false
+          tag_free = false
           digest = identity && timed(ctx, call.kind, :digest_ns) do
             if call.plain_source
               source = read(abspath)
               plain = source && !source.match?(call.plain_source)
+              tag_free = source && call.tags && YAMLTags.tag_free?(source)
               source && Digest.xxh64(source)
             else
               Digest.file(abspath)
             end
           end
+          if call.tags == :require && !tag_free
+            # A tag registered in Psych's tables may change what this file loads as: Psych's call.
+            ctx.counters.event(call.kind, :skipped, abspath, :custom_tags)
+            return yield
+          end
           ctx.counters.event(call.kind, state, abspath)
           value = timed(ctx, call.kind, :compile_ns) { yield }
-          store(ctx, call, abspath, key, value, [identity, verified, digest], plain) if digest && !ctx.readonly
+          flags = tag_free ? Entry::TAG_FREE : 0
+          store(ctx, call, abspath, key, value, [identity, verified, digest, flags], plain) if digest && !ctx.readonly
           value
         end
 
@@ -151,14 +177,15 @@ module Loadout
           nil
         end
 
-        # +stamp+ is [identity, verified, digest] of the source as it was before parsing. The
-        # entry records +abspath+ so a hit at the same path is checked in one call.
+        # +stamp+ is [identity, verified, digest, flags] of the source as it was before parsing
+        # (flags: Entry::TAG_FREE or 0). The entry records +abspath+ so a hit at the same path is
+        # checked in one call.
         def store(ctx, call, abspath, key, value, stamp, plain)
-          identity, verified, digest = stamp
+          identity, verified, digest, flags = stamp
           if !call.fallback.equal?(NO_FALLBACK) && value.equal?(call.fallback)
-            ctx.store.put(key, Entry.dump(Entry::FALLBACK, identity, verified, digest, "", path: abspath))
+            ctx.store.put(key, Entry.dump(Entry::FALLBACK | flags, identity, verified, digest, "", path: abspath))
           elsif (codec, bytes = Serializer.dump(value, call.freeze, trust_msgpack: plain))
-            ctx.store.put(key, Entry.dump(codec, identity, verified, digest, bytes, path: abspath))
+            ctx.store.put(key, Entry.dump(codec | flags, identity, verified, digest, bytes, path: abspath))
           else
             ctx.counters.event(call.kind, :skipped, key, :unfaithful)
           end

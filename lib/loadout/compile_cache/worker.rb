@@ -3,6 +3,7 @@
 require "loadout"
 require "loadout/store"
 require "loadout/compile_cache"
+require_relative "../binary_file"
 
 module Loadout
   module CompileCache
@@ -18,10 +19,15 @@ module Loadout
         rescue StandardError
           nil
         end
+        # The job file is ours from here: deleted whatever happens next (a torn one included).
+        begin
+          job = File.binread(job_file)
+        ensure
+          BinaryFile.unlink_quietly(job_file)
+        end
         # rubocop:disable Security/MarshalLoad -- written by our parent
-        store_path, roots, groups, self_job = Marshal.load(File.binread(job_file))
+        store_path, roots, groups, self_job = Marshal.load(job)
         # rubocop:enable Security/MarshalLoad
-        File.delete(job_file)
         unless groups.empty?
           store = Store.open(store_path, fail_safe: true, defer_writes: true)
           Writer.compile_into(store, Key.new(roots), groups)

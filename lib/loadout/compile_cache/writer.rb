@@ -4,6 +4,7 @@ require "rbconfig"
 # Loaded with the writer, not at exit: a file required then would go through the ISeq handler
 # and count as one of the application's misses.
 require "loadout/quiet_spawn"
+require_relative "../binary_file"
 
 module Loadout
   module CompileCache
@@ -101,15 +102,13 @@ module Loadout
       end
 
       # Writes the self cache file +path+ for loadout's +files+ (atomically: a reader sees the old
-      # file or the new one). Unreadable files are left out.
+      # file or the new one; a failed write leaves no temp file). Unreadable files are left out.
       #: (String, Array[String], Hash[Symbol, untyped]) -> void
       def self.write_self_cache(path, files, options)
         entries = files.filter_map { |file| (entry = ISeq.build(file, options)) && [file, entry] }
-        tmp = "#{path}.tmp-#{Process.pid}"
-        File.binwrite(tmp, SelfCache.dump(entries))
-        File.rename(tmp, path)
+        BinaryFile.atomic_write(path, SelfCache.dump(entries))
       rescue SystemCallError, IOError
-        File.delete(tmp) if tmp && File.exist?(tmp)
+        nil # the next boot compiles loadout's files itself and asks again
       end
 
       private
@@ -127,18 +126,22 @@ module Loadout
         @counters.add(:iseq, :compile_ns, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)
       end
 
-      # The job file sits beside the store: that directory is known to be writable.
+      # The job file sits beside the store: that directory is known to be writable. Once the
+      # worker runs, the file is its to delete; until then, any failure removes it here.
       def spawn_worker(groups, self_job)
         file = "#{@store.path}.compile-#{Process.pid}-#{rand(1 << 32).to_s(16)}.jobs"
-        File.binwrite(file, Marshal.dump([@store.path, @key.roots, groups, self_job]))
+        BinaryFile.write_new(file, Marshal.dump([@store.path, @key.roots, groups, self_job]))
+        written = true
         # LOADOUT_DISABLE: a RUBYOPT=-rloadout/setup must not set loadout up inside the worker.
         pid = QuietSpawn.call({ "LOADOUT_DISABLE" => "1" },
                               [RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",
                                "Loadout::CompileCache::Worker.run(ARGV[0])", file])
+        written = false # handed off
         Process.detach(pid)
-      rescue SystemCallError, NotImplementedError
-        File.delete(file) if file && File.exist?(file)
+      rescue SystemCallError, IOError, NotImplementedError
         nil # no process for it now: the misses stay misses until a later boot
+      ensure
+        BinaryFile.unlink_quietly(file) if written
       end
     end
   end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "loadout/compile_cache/value_handler"
+require_relative "yaml_tags"
 
 module Loadout
   module CompileCache
@@ -8,8 +9,10 @@ module Loadout
     # with every keyword they take. The method and its keywords are part of the key, so a
     # safe_load_file never sees what an unsafe_load_file stored. A call this handler cannot
     # reproduce exactly goes straight to Psych and is counted as :skipped with its reason:
-    # an unknown keyword, a permitted class that is not a named Class/Module or String, custom
-    # tags (Psych.add_domain_type / load_tags), or an unusual Encoding.default_internal.
+    # an unknown keyword, a permitted class that is not a named Class/Module or String, or an
+    # unusual Encoding.default_internal. While custom tags are registered (Psych.load_tags, which
+    # Rails fills, or add_domain_type) only files without any tag are served and stored (see
+    # YAMLTags); a file with one is left to Psych (:skipped, reason :custom_tags).
     module YAML # :nodoc:
       LETTER = "y"
       KEYWORDS = {
@@ -30,6 +33,8 @@ module Loadout
 
       # Prepended to Psych's singleton class.
       module Hook
+        extend ValueHandler::Preload
+
         def load_file(filename, **kwargs)
           YAML.fetch(:load_file, filename, kwargs) { super }
         end
@@ -53,19 +58,25 @@ module Loadout
         # rest of the Call depends only on the method and its keywords, remembered when they
         # are all plain values (true/false, nil, Symbols, Integers).
         def memoized_call(method, kwargs)
-          return :custom_tags unless ::Psych.load_tags.empty? && ::Psych.domain_types.empty?
+          tags = YAMLTags.tables
+          return :custom_tags if tags == :unusable
 
           internal = Encoding.default_internal
           return :default_internal unless internal.nil? || internal == Encoding::UTF_8
 
           plain = kwargs.empty? || kwargs.each_value.all? { |v| IMMEDIATES.include?(v.class) }
-          Values.memo(@calls, plain ? [method, kwargs] : nil) { call_for(method, kwargs) }
+          Values.memo(@calls, plain ? [method, kwargs, tags] : nil) do
+            call = call_for(method, kwargs)
+            call.tags = :require if tags == :active && call.is_a?(Values::Call)
+            call
+          end
         end
 
         # A Values::Call for these keywords, or the Symbol reason they cannot be cached.
         def call_for(method, kwargs)
           options = [::Psych::VERSION, method]
           fallback = Values::NO_FALLBACK
+          replay = {} # the keywords as plain data (ValueCalls)
           kwargs.each do |name, value|
             return :option unless KEYWORDS[method].include?(name)
 
@@ -77,25 +88,30 @@ module Loadout
               return :option unless names.all?(String)
 
               options << [name, names.sort]
+              replay[name] = names.sort
             when :permitted_symbols
               return :option unless value.is_a?(Array) && value.all? { |s| s.is_a?(Symbol) || s.is_a?(String) }
 
               options << [name, value.map(&:to_s).sort]
+              replay[name] = value.map(&:to_s).sort
             when :filename
               nil # only used in error messages, which are never cached
             when :fallback
               if IMMEDIATES.include?(value.class)
                 options << [name, value]
+                replay[name] = value
               else
                 options << [name, :object]
                 fallback = value
+                replay = nil
               end
             else
               options << [name, value ? true : false]
+              replay[name] = value ? true : false
             end
           end
-          options_key = options.inspect
-          Values::Call.new(:yaml, LETTER, options_key, kwargs[:freeze] ? true : false, fallback, PLAIN_SOURCE)
+          Values::Call.new(:yaml, LETTER, options.inspect, kwargs[:freeze] ? true : false, fallback, PLAIN_SOURCE, nil,
+                           :record, replay && [:yaml, method, replay, nil, nil])
         end
       end
     end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "fileutils"
+require_relative "../binary_file"
 
 module Loadout
   class Journal
@@ -11,7 +12,7 @@ module Loadout
 
       def open_dir
         FileUtils.mkdir_p(@dir)
-        @lock_io = File.new(File.join(@dir, "LOCK"), File::RDWR | File::CREAT | File::BINARY, 0o644)
+        @lock_io = BinaryFile.open(File.join(@dir, "LOCK"), File::RDWR | File::CREAT)
         unless @lock_io.flock(File::LOCK_EX | File::LOCK_NB)
           @lock_io.close
           raise JournalLockedError.new(@dir, "is open in another process (or another Journal object)",
@@ -39,7 +40,7 @@ module Loadout
         @reserved = max_id
         @buffer = Buffer.new(max_id + 1, max_id, BUFFER)
         path = Segments.path(@dir, @segment_no)
-        @io = File.new(path, File::WRONLY | File::CREAT | File::APPEND | File::BINARY, 0o644)
+        @io = BinaryFile.open(path, File::WRONLY | File::CREAT | File::APPEND)
         @io.truncate(good_end) if good_end < size # a writer died mid-record; only we write here
         @segment_base = 0
         @written_total = good_end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../binary_file"
+
 module Loadout
   class Journal
     # Reading back (#pending) and rotating: a new segment with just the pending entries, synced,
@@ -28,15 +30,22 @@ module Loadout
         path = Segments.path(@dir, number)
         buf = Segments.ids_record(String.new(encoding: Encoding::BINARY), [@reserved, @buffer.next_id - 1].max)
         entries.each { |id, payload| Store::Format.frame_id_into(buf, Store::Format::PUT, id, payload) }
-        io = File.new(path, File::WRONLY | File::CREAT | File::TRUNC | File::APPEND | File::BINARY, 0o644)
+        io = BinaryFile.open(path, File::WRONLY | File::CREAT | File::TRUNC | File::APPEND)
+        done = false
         begin
           written = 0
           written += io.syswrite(buf.byteslice(written, buf.bytesize - written)) while written < buf.bytesize
           Store::Format.fdatasync(io)
           fsync_dir
+          done = true
         rescue SystemCallError, IOError => e
-          io.close
           fail!(e, "rotate")
+        ensure
+          # A half-written segment goes (it is newer than the live ones, so recovery would read it).
+          unless done
+            BinaryFile.close_quietly(io)
+            BinaryFile.unlink_quietly(path)
+          end
         end
         old = Segments.numbers(@dir).select { |n| n < number }
         @io.close

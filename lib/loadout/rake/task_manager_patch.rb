@@ -50,7 +50,7 @@ module Loadout
       # path below reproduces; otherwise the fast path is off.
       STOCK_DEFINE = begin
         file, line = ::Rake::TaskManager.instance_method(:define_task).source_location
-        body = file && line ? File.foreach(file).drop(line - 1).take_while { |l| !l.start_with?("    end") }.join : ""
+        body = file && line ? File.foreach(file, mode: "rb").drop(line - 1).take_while { |l| !l.start_with?("    end") }.join : ""
         body.include?("resolve_args(args)") && body.include?("task.enhance(Task.format_deps(deps), &block)") &&
           body.include?("if Rake::TaskManager.record_task_metadata") && ::Rake::Task.respond_to?(:format_deps)
       rescue SystemCallError
@@ -93,7 +93,7 @@ module Loadout
       # rules, then synthesize_file_task, then fail, as #[] reproduces for top-level names.
       STOCK_LOOKUP = begin
         file, line = ::Rake::TaskManager.instance_method(:[]).source_location
-        body = file && line ? File.foreach(file).drop(line - 1).take_while { |l| !l.start_with?("    end") }.join : ""
+        body = file && line ? File.foreach(file, mode: "rb").drop(line - 1).take_while { |l| !l.start_with?("    end") }.join : ""
         body.gsub(/\s+/, " ").include?(
           "task_name = task_name.to_s self.lookup(task_name, scopes) or enhance_with_matching_rule(task_name) or " \
           "synthesize_file_task(task_name) or fail generate_message_for_undefined_task(task_name)"

@@ -189,7 +189,7 @@ module Loadout
       # then the shortcut is off).
       RECORDS_FAILURE = begin
         file, line = ::Rake::Task.instance_method(:invoke_with_call_chain).source_location
-        body = file && line ? File.foreach(file).drop(line - 1).take_while { |l| !l.start_with?("    end") } : []
+        body = file && line ? File.foreach(file, mode: "rb").drop(line - 1).take_while { |l| !l.start_with?("    end") } : []
         body.any? { |l| l.include?("@invocation_exception = ex") }
       rescue SystemCallError
         false

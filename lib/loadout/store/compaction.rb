@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../binary_file"
+
 module Loadout
   class Store
     # Compaction: under the append lock, copy every live record (re-verified, byte for byte) into a
@@ -16,15 +18,19 @@ module Loadout
         tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
         # another process compacts again right away.
-        out = File.new(tmp, File::RDWR | File::CREAT | File::EXCL | File::APPEND | File::BINARY, 0o644)
+        out = BinaryFile.open(tmp, File::RDWR | File::CREAT | File::EXCL | File::APPEND)
+        renamed = false
         begin
           map, live, written = copy_live(old, out)
           Format.fdatasync(out)
           File.rename(tmp, @path)
-        rescue StandardError
-          out.close
-          unlink_quietly(tmp)
-          raise
+          renamed = true
+        ensure
+          # Any failure, an interrupt included: the half-written copy goes, the old log stays.
+          unless renamed
+            BinaryFile.close_quietly(out)
+            BinaryFile.unlink_quietly(tmp)
+          end
         end
         fsync_dir
         @file = LogFile.new(@path, out, true)
@@ -69,25 +75,23 @@ module Loadout
         nil # some file systems refuse fsync on a directory; the rename itself is already atomic
       end
 
-      # Temp files left by a compaction or hint write that died (we hold the lock, so no
-      # compaction is running; hint temps older than a minute are abandoned).
+      # Files left by a process that died mid-write (a crash or SIGKILL: every other failure
+      # removes its own). We hold the lock, so no compaction is running; the other temps are
+      # abandoned once older than a minute, job files (a worker that never started) after an hour.
       def remove_stale_temp_files
         dir = File.dirname(@path)
         base = File.basename(@path)
+        now = Time.now
+        b = Regexp.escape(base)
+        ages = { /\A#{b}\.compact\./ => 0, /\A#{b}\.(hint|self-\h+)\.tmp\./ => 60,
+                 /\A#{b}\.compile-\d+-\h+\.jobs\z/ => 3600 }
         Dir.children(dir).each do |name|
-          full = File.join(dir, name)
-          if name.start_with?("#{base}.compact.")
-            unlink_quietly(full)
-          elsif name.start_with?("#{base}.hint.tmp.")
-            unlink_quietly(full) if (File.mtime(full) < Time.now - 60 rescue false)
-          end
-        end
-      rescue SystemCallError
-        nil
-      end
+          next unless name.start_with?(base)
 
-      def unlink_quietly(path)
-        File.unlink(path)
+          _, age = ages.find { |re, _| re.match?(name) }
+          full = File.join(dir, name)
+          BinaryFile.unlink_quietly(full) if age && (age.zero? || (File.mtime(full) < now - age rescue false))
+        end
       rescue SystemCallError
         nil
       end

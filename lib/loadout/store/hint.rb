@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../binary_file"
+
 module Loadout
   class Store
     # The hint file (PATH.hint): the key map of a log prefix, so open reads one small file instead
@@ -35,22 +37,11 @@ module Loadout
       end
 
       # Writes the hint for +index+, which covers file bytes [0, covered). Returns true on success;
-      # a failure only costs the next open a scan.
+      # a failure only costs the next open a scan (and leaves no temp file: BinaryFile).
       def write(path, file, index, covered)
-        buf = build(file, index, covered)
-        target = path_for(path)
-        tmp = "#{target}.tmp.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
-        File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o644) do |f|
-          f.write(buf)
-        end
-        File.rename(tmp, target)
+        BinaryFile.atomic_write(path_for(path), build(file, index, covered))
         true
       rescue SystemCallError, IOError
-        begin
-          File.unlink(tmp) if tmp
-        rescue SystemCallError
-          nil
-        end
         false
       end
 

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../binary_file"
+
 module Loadout
   class Store
     # One open store file: positional reads, the append lock, one write(2) per append and the
@@ -10,7 +12,7 @@ module Loadout
 
       def self.open(path, writable)
         flags = writable ? File::RDWR | File::CREAT | File::APPEND : File::RDONLY
-        io = File.new(path, flags | File::BINARY, 0o644)
+        io = BinaryFile.open(path, flags)
         new(path, io, writable)
       end
 
