@@ -9,6 +9,13 @@ require "support/differential"
 class RequireDecoratorsTest < Minitest::Test
   include Loadout::TestSupport::Differential
 
+  module Bench
+    # bootsnap and msgpack from the suite's bundle, for a child that runs without Bundler.
+    def self.gem_paths_for_test
+      %w[bootsnap msgpack].flat_map { |g| Gem.loaded_specs.fetch(g).full_require_paths }
+    end
+  end
+
   FILES = [["lib/deco_a.rb", "require 'deco_b'; $order << :a\n"], ["lib/deco_b.rb", "$order << :b\n"],
            ["lib/deco_auto.rb", "module DecoAuto; end\n"], ["lib/deco_k.rb", "$order << :k\n"],
            ["lib/deco/nested.rb", "$order << :nested\n"]].freeze
@@ -99,6 +106,26 @@ class RequireDecoratorsTest < Minitest::Test
 
     test "#{name} installed before loadout" do
       check_style(decorator, :before)
+    end
+  end
+
+  # Bootsnap's load-path cache decorates Kernel#require with an alias chain and hands the next
+  # method an absolute path: loadout then passes it to Ruby untouched.
+  %i[before after].each do |order|
+    test "Bootsnap's require decoration, installed #{order} loadout" do
+      with_files(FILES) do |dir|
+        paths = Bench.gem_paths_for_test
+        bootsnap = <<~RUBY
+          #{paths.map { |p| "$LOAD_PATH.unshift(#{p.dump})" }.join("\n")}
+          require "bootsnap"
+          Bootsnap.setup(cache_dir: #{"#{dir}/bs".dump}, load_path_cache: true, compile_cache_iseq: false,
+                         compile_cache_yaml: false, compile_cache_json: false)
+        RUBY
+        prelude = "$LOAD_PATH.unshift(#{"#{dir}/lib".dump})\n"
+        script = order == :before ? "#{prelude}#{bootsnap}Loadout::LoadPath.install! if $__with_loadout\n#{BODY}" : "#{prelude}#{bootsnap}#{BODY}"
+        setup = order == :before ? "$__with_loadout = true" : "Loadout::LoadPath.install!"
+        assert_same_behaviour(script.gsub("DIR", dir).sub("check(:log) { $log }", "check(:log) { nil }"), setup: setup)
+      end
     end
   end
 
