@@ -28,6 +28,7 @@ module Loadout
       CACHE = "tmp/cache/loadout"
       # LOADOUT_STATS=1 prints its report last on stderr.
       STATS_REPORT = /^loadout stats \(pid.*\z/m
+      SAME = ->(output) { output }
 
       # One child process. +features+ (sorted, loadout's own files left out, the app's path as
       # "APP") and +constants+ come from scripts/report.rb; nil when the command does not run it.
@@ -83,27 +84,27 @@ module Loadout
 
       # Yields each mode (plain first); the block runs that mode's commands and returns its Run or
       # Runs. Asserts every plain run succeeded, then that each loadout run matches its plain twin:
-      # stdout (after +stdout+, e.g. to keep only a summary line), exit status, features,
-      # constants and stderr (less the LOADOUT_STATS report). Every difference of every run is
-      # reported, not only the first. Returns { mode => [Run, ...] }.
-      def assert_same_behaviour(stdout: ->(s) { s })
+      # stdout and stderr (less the LOADOUT_STATS report; each after +stdout+ / +stderr+, e.g. to
+      # keep only a summary line or drop timings), exit status, features and constants. Every
+      # difference of every run is reported, not only the first. Returns { mode => [Run, ...] }.
+      def assert_same_behaviour(stdout: SAME, stderr: SAME)
         runs = MODES.to_h { |mode| [mode, [yield(mode)].flatten] }
         runs[:plain].each { |run| assert run.success?, "the run without loadout failed: #{run.describe}" }
         failures = %i[cold warm].flat_map do |mode|
-          runs[:plain].zip(runs[mode]).filter_map { |plain, run| differences(plain, run, stdout) }
+          runs[:plain].zip(runs[mode]).filter_map { |plain, run| differences(plain, run, stdout: stdout, stderr: stderr) }
         end
         assert failures.empty?, failures.join("\n\n")
         runs
       end
 
       # What differs between a plain run and its loadout twin, as one message; nil when nothing.
-      def differences(plain, run, stdout = ->(s) { s })
+      def differences(plain, run, stdout: SAME, stderr: SAME)
         aspects = {
           "stdout" => [stdout.call(plain.stdout), stdout.call(run.stdout)],
           "exit status" => [plain.status.exitstatus, run.status.exitstatus],
           "$LOADED_FEATURES" => [plain.features, run.features],
           "constants" => [plain.constants, run.constants],
-          "stderr" => [plain.stderr, run.stderr.sub(STATS_REPORT, "")]
+          "stderr" => [stderr.call(plain.stderr), stderr.call(run.stderr.sub(STATS_REPORT, ""))]
         }
         found = aspects.filter_map do |name, (want, got)|
           next if want == got

@@ -3,7 +3,7 @@ class Post < ApplicationRecord
 
   has_many :comments, dependent: :destroy
 
-  # test/rails/scripts/reload.rb rewrites "v1" to "v2" (same size) and checks the new code runs.
+  # test/rails/scripts/reload.rb edits v1 into v2 below (same size) and checks the new code runs.
   def probe_version
     "v1"
   end
