@@ -33,8 +33,8 @@ module RailsAppGenerator
   # bundling (it would need node and more gems), no bootsnap (loadout is the boot cache under
   # test), no git, Docker, CI or linters, no browser-driven system tests, and no network install
   # (the Gemfile is rewritten and installed from vendor/bundle below).
-  RAILS_NEW_OPTIONS = %w[--name=shop --database=sqlite3 --skip-bundle --skip-git --skip-docker --skip-javascript --skip-hotwire
-                         --skip-bootsnap --skip-dev-gems --skip-rubocop --skip-brakeman --skip-ci
+  RAILS_NEW_OPTIONS = %w[--name=shop --database=sqlite3 --skip-bundle --skip-git --skip-docker --skip-javascript
+                         --skip-hotwire --skip-bootsnap --skip-dev-gems --skip-rubocop --skip-brakeman --skip-ci
                          --skip-system-test --skip-decrypted-diffs --quiet].freeze
 
   # Scaffolds: model, migration, controller, views (HTML and jbuilder), routes, tests, fixtures.
@@ -96,11 +96,13 @@ module RailsAppGenerator
     FileUtils.cp_r("#{TEMPLATE}/.", dir)
     patch_boot(dir)
     patch_application(dir)
-    %w[development test production].each do |env|
-      run!(dir, RbConfig.ruby, "bin/rails", "db:prepare", env: { "RAILS_ENV" => env, "SECRET_KEY_BASE" => SECRET_KEY_BASE })
+    %w[development test production].each do |rails_env|
+      env = { "RAILS_ENV" => rails_env, "SECRET_KEY_BASE" => SECRET_KEY_BASE }
+      run!(dir, RbConfig.ruby, "bin/rails", "db:prepare", env: env)
     end
     File.write(File.join(dir, DONE_MARKER), "")
-    log&.puts format("rails app generated in %.1f s: %s", Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, dir)
+    seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    log&.puts format("rails app generated in %.1f s: %s", seconds, dir)
   end
 
   def rails_new(dir)
@@ -130,7 +132,8 @@ module RailsAppGenerator
   def generate_code(dir)
     script = File.join(dir, "tmp/generate_code.rb")
     FileUtils.mkdir_p(File.dirname(script))
-    generators = SCAFFOLDS.map { |args| ["scaffold", *args] } + [%w[model Billing::Invoice number:string amount:decimal]]
+    generators = SCAFFOLDS.map { |args| ["scaffold", *args] }
+    generators << %w[model Billing::Invoice number:string amount:decimal]
     File.write(script, <<~RUBY)
       require "rails/generators"
       Rails.application.load_generators

@@ -15,7 +15,8 @@ puts "charge=#{Payments::Charge.new(1250).call} formatter=#{PriceFormatter.call(
 puts "invoice=#{Billing::Invoice.first.label} table=#{Billing::Invoice.table_name}"
 puts "i18n=#{I18n.t("probe.greeting")} / #{I18n.t("probe.greeting", locale: :fr)} / #{Post.model_name.human} / " \
      "#{Post.human_attribute_name(:title)} / #{Billing::Invoice.model_name.human(count: 2)}"
-puts "routes=#{Rails.application.routes.routes.size} records=#{ApplicationRecord.descendants.map(&:name).sort.join(",")}"
+records = ApplicationRecord.descendants.map(&:name).sort
+puts "routes=#{Rails.application.routes.routes.size} records=#{records.join(",")}"
 puts "load_hooks=#{LOAD_PROBES.sort.inspect}"
 
 load File.expand_path("report.rb", __dir__)

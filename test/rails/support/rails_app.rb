@@ -32,7 +32,8 @@ module Loadout
 
       # One child process. +features+ (sorted, loadout's own files left out, the app's path as
       # "APP") and +constants+ come from scripts/report.rb; nil when the command does not run it.
-      Run = Struct.new(:mode, :command, :stdout, :stderr, :status, :features, :constants, :seconds, keyword_init: true) do
+      Run = Struct.new(:mode, :command, :stdout, :stderr, :status, :features, :constants, :seconds,
+                       keyword_init: true) do
         def success?
           status.success?
         end
@@ -79,7 +80,8 @@ module Loadout
         seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
         data = File.exist?(report) ? Marshal.load(File.binread(report)) : {} # rubocop:disable Security/MarshalLoad
         Run.new(mode: mode, command: cmd.join(" "), stdout: out, stderr: err, status: status,
-                features: app_features(data[:features], app), constants: app_constants(data[:constants]), seconds: seconds)
+                features: app_features(data[:features], app), constants: app_constants(data[:constants]),
+                seconds: seconds)
       end
 
       # Yields each mode (plain first); the block runs that mode's commands and returns its Run or
@@ -91,7 +93,9 @@ module Loadout
         runs = MODES.to_h { |mode| [mode, [yield(mode)].flatten] }
         runs[:plain].each { |run| assert run.success?, "the run without loadout failed: #{run.describe}" }
         failures = %i[cold warm].flat_map do |mode|
-          runs[:plain].zip(runs[mode]).filter_map { |plain, run| differences(plain, run, stdout: stdout, stderr: stderr) }
+          runs[:plain].zip(runs[mode]).filter_map do |plain, run|
+            differences(plain, run, stdout: stdout, stderr: stderr)
+          end
         end
         assert failures.empty?, failures.join("\n\n")
         runs
@@ -114,7 +118,9 @@ module Loadout
           want, got = [want, got].map { |v| v.join("\n") } if want.is_a?(Array)
           "#{name}: #{diff(want, got)}"
         end
-        "#{run.mode} run with loadout differs from the run without it: #{run.describe}\n#{found.join("\n")}" if found.any?
+        return nil if found.empty?
+
+        "#{run.mode} run with loadout differs from the run without it: #{run.describe}\n#{found.join("\n")}"
       end
 
       def app_features(features, app)
