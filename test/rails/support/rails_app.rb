@@ -116,11 +116,19 @@ module Loadout
 
           # One entry a line, so the diff shows only the entries that differ.
           want, got = [want, got].map { |v| v.join("\n") } if want.is_a?(Array)
-          "#{name}: #{diff(want, got)}"
+          "#{name}: #{short_diff(want, got)}"
         end
         return nil if found.empty?
 
         "#{run.mode} run with loadout differs from the run without it: #{run.describe}\n#{found.join("\n")}"
+      end
+
+      # A crash in every forked test worker can print thousands of lines: the diff's first 80.
+      def short_diff(want, got, limit: 80)
+        lines = diff(want, got).lines
+        return lines.join if lines.size <= limit
+
+        "#{lines.first(limit).join}[... #{lines.size - limit} more lines of diff]\n"
       end
 
       def app_features(features, app)
