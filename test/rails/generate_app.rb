@@ -68,7 +68,7 @@ module RailsAppGenerator
   end
 
   def digest
-    inputs = [__FILE__, GEMFILE, "#{GEMFILE}.lock", *Dir.glob("#{TEMPLATE}/**/*", File::FNM_DOTMATCH)]
+    inputs = [File.expand_path(__FILE__), GEMFILE, "#{GEMFILE}.lock", *Dir.glob("#{TEMPLATE}/**/*", File::FNM_DOTMATCH)]
     files = inputs.select { |f| File.file?(f) }.sort
     Digest::SHA256.hexdigest([REPO, RUBY_VERSION, *files.map { |f| "#{f}\0#{File.binread(f)}" }].join("\0"))[0, 16]
   end
