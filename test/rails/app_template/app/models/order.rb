@@ -1,0 +1,3 @@
+class Order < ApplicationRecord
+  has_many :line_items, dependent: :destroy
+end

@@ -1,0 +1,3 @@
+class Product < ApplicationRecord
+  has_many :line_items, dependent: :destroy
+end

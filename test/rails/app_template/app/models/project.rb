@@ -1,0 +1,3 @@
+class Project < ApplicationRecord
+  has_many :tasks, dependent: :destroy
+end
