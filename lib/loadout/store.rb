@@ -2,6 +2,13 @@
 
 require "loadout/error"
 require "loadout/instrumentation"
+
+module Loadout
+  # Defined before its parts reopen it: a part's `class Store` would otherwise trigger the
+  # Store autoload while this file is being required (Ruby warns about the circular require).
+  class Store; end
+end
+
 require "loadout/store/format"
 require "loadout/store/log_file"
 require "loadout/store/index"
