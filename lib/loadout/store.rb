@@ -108,11 +108,14 @@ module Loadout
       end
     end
 
+    # A key or value over the limits (Format::MAX_KEY, MAX_VALUE) raises ArgumentError; with
+    # fail_safe the key is deleted instead, so a get never returns the value it replaced.
     #: (String, String) -> nil
     def put(key, value)
       key = binary(key)
       value = binary(value)
-      Format.check_lengths(key.bytesize, value.bytesize)
+      return oversized(key, value) unless Format.within_limits?(key.bytesize, value.bytesize)
+
       @mutex.synchronize do
         next unless writing?
 
@@ -243,30 +246,6 @@ module Loadout
 
     private
 
-    def close_locked
-      return if @closed
-
-      write_pending if @writable && @pid == Process.pid
-      write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid
-      @closed = true
-      @file&.close
-      Registry.remove(self)
-    end
-
-    def write_hint
-      @hint_end = @end if Hint.write(@path, @file, @index, @end)
-    end
-
-    def writing?
-      return true if @writable && !@closed
-      return false if @fail_safe
-
-      raise StoreError.new(@path, "is closed", "open it again") if @closed
-      raise StoreError.new(@path, *Problems.foreign) if @foreign
-
-      raise StoreError.new(@path, *Problems.readonly)
-    end
-
     def read_value(key, packed)
       value = @file.read_value(key, packed)
       return value if value
@@ -274,10 +253,11 @@ module Loadout
       @index.drop_corrupt(key)
       Instrumentation.emit(:corrupt, @path, cache: :store, reason: :checksum) if Instrumentation.enabled?
       nil
-    rescue SystemCallError, IOError => e
-      raise store_error(e) unless @fail_safe
+    rescue StandardError => e
+      return nil if survivable?(e)
+      raise store_error(e) if e.is_a?(SystemCallError) || e.is_a?(IOError)
 
-      nil
+      raise
     end
 
     # Constants are avoided on this path (every get): Ruby 3.1 drops all constant caches each

@@ -13,6 +13,49 @@ module Loadout
 
       private
 
+      def close_locked
+        return if @closed
+
+        begin
+          write_pending if @writable && @pid == Process.pid
+          write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid
+        rescue StandardError => e
+          raise unless survivable?(e)
+
+          degrade(*Problems.describe(e, @path))
+        ensure
+          @closed = true
+          @file&.close
+          Registry.remove(self)
+        end
+      end
+
+      # fail_safe survives every error but a ConfigError (one warning, then read-only or empty).
+      def survivable?(error)
+        @fail_safe && !error.is_a?(ConfigError)
+      end
+
+      def oversized(key, value)
+        Format.check_lengths(key.bytesize, value.bytesize) unless @fail_safe
+        Instrumentation.emit(:skipped, @path, cache: :store, reason: :too_large) if Instrumentation.enabled?
+        delete(key) if key.bytesize <= Format::MAX_KEY
+        nil
+      end
+
+      def write_hint
+        @hint_end = @end if Hint.write(@path, @file, @index, @end)
+      end
+
+      def writing?
+        return true if @writable && !@closed
+        return false if @fail_safe
+
+        raise StoreError.new(@path, "is closed", "open it again") if @closed
+        raise StoreError.new(@path, *Problems.foreign) if @foreign
+
+        raise StoreError.new(@path, *Problems.readonly)
+      end
+
       # Yields the locked LogFile, with the map caught up to its end.
       def with_write_lock
         check_fork
@@ -47,6 +90,8 @@ module Loadout
           shift = head.bytesize
           buf = head << buf
         end
+        raise StoreError.new(@path, *Problems.full) if at + buf.bytesize > Format::MAX_LOG
+
         file.append(buf, at)
         i = 0
         while i < entries.length
@@ -61,7 +106,8 @@ module Loadout
         compact_locked(file) if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > @end
       end
 
-      # Runs a write; I/O errors raise StoreError, or with fail_safe turn the store read-only.
+      # Runs a write; I/O errors raise StoreError, or with fail_safe (any error but a ConfigError)
+      # turn the store read-only.
       def guarded_write
         yield
       rescue StoreError => e
@@ -69,8 +115,9 @@ module Loadout
 
         degrade(e.problem, e.fix)
         nil
-      rescue SystemCallError, IOError => e
-        raise store_error(e) unless @fail_safe
+      rescue StandardError => e
+        raise store_error(e) if !@fail_safe && (e.is_a?(SystemCallError) || e.is_a?(IOError))
+        raise unless survivable?(e)
 
         degrade(*Problems.describe(e, @path))
         nil
