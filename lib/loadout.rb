@@ -30,6 +30,11 @@ module Loadout
 
     # Boot.setup(config), with loadout's own files served from its self cache meanwhile.
     def __boot(config) # :nodoc:
+      if config.problem
+        warn "loadout: #{config.problem}; running without loadout"
+        return false
+      end
+
       SelfCache.around(config) { Boot.setup(config) }
     end
 

@@ -74,7 +74,8 @@ module Loadout
 
         private
 
-        # [:served, value] or [event, nil] where event is why it was not served.
+        # [:served, value] or [event, nil] where event is why it was not served (an event Symbol,
+        # or [event, reason]).
         def serve(ctx, call, abspath, key, blob)
           trusted = ctx.trusted?(abspath)
           # The common warm hit in one native call (see Entry.fresh_payload), with the stat record
@@ -105,6 +106,8 @@ module Loadout
           return [:stale, nil] if entry.negative?
 
           value_of(ctx, call, abspath, state == :revalidated ? :revalidated : :hit, entry.flags, entry.payload)
+        rescue Serializer::CodecUnavailable
+          [%i[miss codec_unavailable], nil]
         rescue StandardError
           [:corrupt, nil]
         end
@@ -139,7 +142,8 @@ module Loadout
               Digest.file(abspath)
             end
           end
-          ctx.counters.event(call.kind, state, abspath)
+          event, reason = state # a Symbol, or [event, reason]
+          ctx.counters.event(call.kind, event, abspath, reason)
           value = timed(ctx, call.kind, :compile_ns) { yield }
           store(ctx, call, abspath, key, value, [identity, verified, digest], plain) if digest && !ctx.readonly
           value
