@@ -19,6 +19,7 @@ module Loadout
   autoload :Stats, "loadout/stats"
   autoload :SelfCache, "loadout/self_cache"
   autoload :CLI, "loadout/cli"
+  autoload :Eviction, File.expand_path("loadout/eviction", __dir__)
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.

@@ -68,6 +68,8 @@ module Loadout
       @file = nil
       @end = 0
       @hint_end = -1
+      @evictor = nil
+      @baseline = nil
       @index = Index.new
       @binary_encoding = Encoding::BINARY
       @string_class = String
@@ -203,20 +205,26 @@ module Loadout
       end
     end
 
-    # Rewrites the log with live records only. Returns true when it compacted.
-    #: () -> bool
-    def compact
+    # Rewrites the log with live records only, leaving out those +evict+ drops: a callable
+    # (key, read, record bytes) -> true to drop, where read.(key) returns another key's value
+    # (Loadout::Eviction is the caches' rule). Returns true when it compacted.
+    #: (?evict: untyped) -> bool
+    def compact(evict: nil)
       @mutex.synchronize do
         next false unless writing?
 
         write_pending
         done = guarded_write do
-          with_write_lock { |file| compact_locked(file) }
+          with_write_lock { |file| compact_locked(file, evict) }
           true
         end
         done == true
       end
     end
+
+    # Arms automatic sweeps: +evict+ (as for #compact) is applied by every automatic compaction,
+    # which then also runs once the log has grown by half since it was last compacted.
+    attr_writer :evictor
 
     # Writes the defer_writes queue now (no-op otherwise).
     #: () -> nil

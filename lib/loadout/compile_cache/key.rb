@@ -69,6 +69,26 @@ module Loadout
         key.force_encoding(@binary) # the store's keys are bytes; a fresh String, safe to retag
       end
 
+      # The variant digests this process has used (for Boot's "seen" records, see Eviction).
+      def variants #: () -> Array[String]
+        @variants.values
+      end
+
+      # The absolute source path a store key (an entry's, or its stat record's) stands for under
+      # these roots; nil when the key names a root tag these roots do not have.
+      #: (String) -> String?
+      def source_path(store_key)
+        parts = store_key.split("/", store_key.start_with?(STAT_PREFIX) ? 5 : 4)
+        rest = parts.last
+        return nil if parts.size < 4 || rest.nil? || rest.empty?
+        return rest.dup.force_encoding(Encoding::UTF_8) if rest.start_with?("/")
+
+        tag, rel = rest.split("/", 2)
+        root = (@roots_by_tag ||= @tags.invert)[tag] or return nil
+        path = rel.nil? ? root : "#{root == "/" ? "" : root}/#{rel}"
+        path.force_encoding(Encoding::UTF_8)
+      end
+
       # True when +path+ is under a root other than the application's (a gem dir, the Ruby prefix).
       def stable?(path) #: (String) -> bool
         slash = path.rindex("/")

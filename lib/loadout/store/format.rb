@@ -38,8 +38,10 @@ module Loadout
       HINT_MAGIC = "LOHINT\x00\x01".b.freeze
       HINT_HEADER = 80
       HINT_FIELDS = "Q<Q<Q<VVQ<Q<Q<Q<Q<"
-      # Key of the meta record that opens every store file (and Journal segment).
+      # Key of the meta record that opens every store file; its value is the file's size right
+      # after its first write or the compaction that made it (u64; empty in older files).
       FILE_HEADER_KEY = "loadout.store".b.freeze
+      FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8
 
       module_function
 
@@ -113,6 +115,18 @@ module Loadout
           io.fsync
           nil
         end
+      end
+
+      def file_header(baseline)
+        frame_into(String.new(encoding: Encoding::BINARY), META, FILE_HEADER_KEY, [baseline].pack("Q<"))
+      end
+
+      # The baseline in the file header at the start of +bytes+; 0 when there is none.
+      def header_baseline(bytes)
+        entries, = parse(bytes, 0)
+        return 0 unless entries[0] == META && entries[1] == FILE_HEADER_KEY && entries[3] == FILE_HEADER_SIZE
+
+        bytes.byteslice(FILE_HEADER_SIZE - 8, 8).unpack1("Q<")
       end
 
       # True when a record of +reclen+ bytes at +off+ is within the limits (so it packs losslessly).

@@ -10,6 +10,11 @@ module Loadout
     # Readers never take the lock.
     module Writer # :nodoc:
       AUTO_COMPACT_MIN_GARBAGE = 1 << 20 # and garbage above half the file
+      # With an evictor armed, a sweep (compaction that drops what the evictor says is dead) also
+      # runs once the log has grown by half since it was last compacted (or first written), and
+      # by SWEEP_MIN_GROWTH: the log stays within about 1.5x what a sweep leaves plus one batch
+      # of writes, and a sweep copies at most two bytes per byte appended since the last one.
+      SWEEP_MIN_GROWTH = 256 << 10
 
       private
 
@@ -86,7 +91,7 @@ module Loadout
         at = @end
         shift = 0
         if at.zero?
-          head = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::META, Format::FILE_HEADER_KEY, "")
+          head = Format.file_header(Format::FILE_HEADER_SIZE + buf.bytesize)
           shift = head.bytesize
           buf = head << buf
         end
@@ -103,7 +108,20 @@ module Loadout
 
       def maybe_auto_compact(file)
         garbage = @index.garbage_bytes + @index.corrupt_bytes
-        compact_locked(file) if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > @end
+        return compact_locked(file, @evictor) if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > @end
+        return unless @evictor
+
+        base = baseline(file)
+        compact_locked(file, @evictor) if @end - base > SWEEP_MIN_GROWTH && @end * 2 > base * 3
+      end
+
+      # The log size its file header recorded (at its first write, or by the compaction that
+      # made it); read once per file.
+      def baseline(file)
+        return @baseline[1] if @baseline && @baseline[0] == file.ino
+
+        @baseline = [file.ino, Format.header_baseline(file.pread(Format::FILE_HEADER_SIZE, 0))]
+        @baseline[1]
       end
 
       # Runs a write; I/O errors raise StoreError, or with fail_safe (any error but a ConfigError)
