@@ -6,9 +6,12 @@ module Loadout
   # (cron, systemd, `ruby /app/bin/job`) keeps its cache keys:
   #
   # 1. the directory of BUNDLE_GEMFILE (bundler/setup and binstubs set it);
-  # 2. else the nearest directory holding a Gemfile or gems.rb above the main script ($0);
-  # 3. else the same search above the working directory;
+  # 2. else the nearest directory holding a Gemfile or gems.rb above the working directory;
+  # 3. else the same search above the main script ($0): `ruby /app/bin/job` run from / or $HOME;
   # 4. else the working directory, or the main script's directory when there is none (deleted).
+  #
+  # The working directory comes before the main script: a gem's executable (`loadout`, `rake`)
+  # is the main script of its process, and its own project is not the app.
   #
   # Never a caller frame: `ruby -e` and bin/ wrappers have none that means anything. Never raises:
   # nil when nothing is left to go by (a deleted working directory and no main script file).
@@ -24,7 +27,7 @@ module Loadout
 
       script = main_script(program)
       cwd = pwd
-      (script && project_of(File.dirname(script))) || (cwd && project_of(cwd)) || cwd || (script && File.dirname(script))
+      (cwd && project_of(cwd)) || (script && project_of(File.dirname(script))) || cwd || (script && File.dirname(script))
     end
 
     # The main script as an absolute real path, when $0 names a file (not -e, irb, ...).

@@ -59,8 +59,8 @@ module Loadout
         raise ConfigError.new(name, raw, "1/0/true/false/yes/no")
       end
 
-      # The app root (see AppRoot): BUNDLE_GEMFILE's directory, else the project of the main
-      # script, else of the working directory; nil when none can be found (Config says why).
+      # The app root (see AppRoot): BUNDLE_GEMFILE's directory, else the project of the working
+      # directory, else of the main script; nil when none can be found (Config says why).
       #: (Hash[String, String]) -> String?
       def app_root(env)
         AppRoot.find(env)
