@@ -18,6 +18,7 @@ require "loadout/store/registry"
 require "loadout/store/opener"
 require "loadout/store/writer"
 require "loadout/store/compaction"
+require "loadout/store/enumeration"
 
 module Loadout
   # A crash-safe, append-only key/value log shared by many processes (Bitcask-style): every cache
@@ -36,9 +37,10 @@ module Loadout
     include Opener
     include Writer
     include Compaction
+    include Enumeration
 
     DELETED = Object.new.freeze # a queued delete in the defer_writes queue
-    private_constant :DELETED, :Opener, :Writer, :Compaction
+    private_constant :DELETED, :Opener, :Writer, :Compaction, :Enumeration
 
     # Opens (creating when writable) the store at +path+; with a block, yields it and closes it.
     #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool) ?{ (Store) -> untyped } -> Store
@@ -160,49 +162,6 @@ module Loadout
         end
       end
       nil
-    end
-
-    # Yields every live key and value (values read and checked one at a time).
-    #: () { (String, String) -> void } -> void
-    def each
-      return enum_for(:each) unless block_given?
-
-      keys = @mutex.synchronize { @index.keys | (@pending ? @pending.keys : []) }
-      keys.each do |key|
-        value = get(key)
-        yield key, value if value
-      end
-      self
-    end
-
-    #: () -> Integer
-    def size
-      @mutex.synchronize do
-        n = @index.size
-        @pending&.each do |key, value|
-          if value.equal?(DELETED)
-            n -= 1 if @index.key?(key)
-          elsif !@index.key?(key)
-            n += 1
-          end
-        end
-        n
-      end
-    end
-
-    #: () -> Hash[Symbol, Integer | bool]
-    def stats
-      @mutex.synchronize do
-        file_size = begin
-          @file && !@closed ? @file.size : 0
-        rescue SystemCallError, IOError
-          0
-        end
-        { live_records: @index.size, live_bytes: @index.live_bytes,
-          garbage_records: @index.garbage_records, garbage_bytes: @index.garbage_bytes,
-          corrupt_records: @index.corrupt_records, corrupt_bytes: @index.corrupt_bytes,
-          file_size: file_size, pending_writes: @pending ? @pending.size : 0, writable: writable? }
-      end
     end
 
     # Rewrites the log with live records only, leaving out those +evict+ drops: a callable
