@@ -218,8 +218,7 @@ module Loadout
         return unless store.writable? && @installed.any? { |m| m.name == "Loadout::CompileCache" }
 
         key = CompileCache.context&.key or return
-        variants = key.variants
-        Eviction.record_seen(store, variants, key.roots) unless variants.empty?
+        key.seen_records.each { |k, value| store.put(k, value) unless store.get(k) == value }
       end
 
       # A failing component must never take the host down: it is reported once and skipped.

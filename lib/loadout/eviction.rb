@@ -12,35 +12,20 @@ module Loadout
   #   missing under every root that knows its tag.
   # - Every entry of a variant no boot has used for UNUSED_DAYS (an old Ruby, other compile
   #   options), and that variant's record. Boots record the variants they use at exit, at most
-  #   once a day each (Eviction.record_seen): a warm boot reads a record or two, writes nothing
-  #   more than once a day, and never does any of this while it loads files.
+  #   once a day each (CompileCache::Key#seen_records): a warm boot reads a record or two, writes
+  #   nothing more than once a day, never loads this file, and does none of it while files load.
   # - A load path listing ("lp/ent/<dir>") whose directory no longer exists, and an index
   #   ("lp/idx/...") whose $LOAD_PATH held files in a directory that no longer exists: that
   #   $LOAD_PATH belongs to a bundle that is gone.
   # Everything else (boot records, the recent-index list) is kept.
   class Eviction
     UNUSED_DAYS = 30
-    SEEN_PREFIX = "st/seen/"
-    DAY = 86_400
-
-    # Writes "st/seen/<variant>" for each variant this process used, when its day or roots
-    # changed: "<day>\n<root>\n<root>...".
-    #: (untyped, Array[String], Array[String], ?Time) -> void
-    def self.record_seen(store, variants, roots, now = Time.now)
-      return if roots.any? { |r| r.include?("\n") }
-
-      record = ([now.to_i / DAY] + roots).join("\n")
-      variants.each do |variant|
-        key = "#{SEEN_PREFIX}#{variant}"
-        store.put(key, record) unless store.get(key) == record.b
-      end
-    end
 
     # +roots+: this process's compile cache roots (the app root first).
     def initialize(roots:, now: Time.now)
       require_relative "compile_cache/key"
       @own = CompileCache::Key.new(roots)
-      @today = now.to_i / DAY
+      @today = now.to_i / CompileCache::Key::DAY
       @seen = {}  # variant => [day or nil, Key or nil]
       @count = 0
       @bytes = 0
@@ -68,8 +53,8 @@ module Loadout
     def dead?(key, read)
       if key.start_with?("cc/")
         compile_entry_dead?(key, read)
-      elsif key.start_with?(SEEN_PREFIX)
-        day, = seen(key.delete_prefix(SEEN_PREFIX), read)
+      elsif key.start_with?(CompileCache::Key::SEEN_PREFIX)
+        day, = seen(key.delete_prefix(CompileCache::Key::SEEN_PREFIX), read)
         !day.nil? && aged?(day)
       elsif key.start_with?("lp/ent/")
         !File.directory?(key.delete_prefix("lp/ent/").force_encoding(Encoding::UTF_8))
@@ -96,13 +81,8 @@ module Loadout
     # [day, Key of the recorded roots] from "st/seen/<variant>", each nil when absent.
     def seen(variant, read)
       @seen[variant] ||= begin
-        raw = read.call("#{SEEN_PREFIX}#{variant}")
-        day, *roots = raw&.force_encoding(Encoding::UTF_8)&.split("\n")
-        if day&.match?(/\A\d+\z/)
-          [Integer(day), roots.empty? ? nil : CompileCache::Key.new(roots)]
-        else
-          [nil, nil]
-        end
+        day, roots = CompileCache::Key.parse_seen(read.call("#{CompileCache::Key::SEEN_PREFIX}#{variant}"))
+        [day, roots.nil? || roots.empty? ? nil : CompileCache::Key.new(roots)]
       end
     end
 

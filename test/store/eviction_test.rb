@@ -8,7 +8,7 @@ require "loadout/eviction"
 # Loadout::Eviction (which entries compaction drops) and the store's automatic sweep.
 class EvictionTest < Minitest::Test
   Format = Loadout::Store.const_get(:Format)
-  DAY = Loadout::Eviction::DAY
+  DAY = Loadout::CompileCache::Key::DAY
 
   def key_for(roots, path, variant = "v1")
     Loadout::CompileCache::Key.new(roots).for("i", variant, path)
@@ -101,18 +101,34 @@ class EvictionTest < Minitest::Test
     end
   end
 
-  test "seen records: written when the day or the roots change, not again on the same day" do
-    with_files do |dir|
-      Loadout::Store.open(File.join(dir, "store")) do |store|
-        now = Time.at(1_700_000_000)
-        Loadout::Eviction.record_seen(store, %w[v1 v2], ["/app", "/gems"], now)
-        assert_equal "#{now.to_i / DAY}\n/app\n/gems", store.get("st/seen/v1")
-        size = store.stats[:file_size]
-        Loadout::Eviction.record_seen(store, %w[v1 v2], ["/app", "/gems"], now + 60)
-        assert_equal size, store.stats[:file_size], "same day, same roots: nothing written"
-        Loadout::Eviction.record_seen(store, %w[v1], ["/app", "/gems"], now + DAY)
-        assert_equal "#{now.to_i / DAY + 1}\n/app\n/gems", store.get("st/seen/v1")
-      end
+  test "seen records: one per variant used, with the day and the roots; parsed back" do
+    key = Loadout::CompileCache::Key.new(["/app", "/gems"])
+    now = Time.at(1_700_000_000)
+    assert_empty key.seen_records(now), "no variant used yet"
+    v1 = key.variant(:iseq, "opts")
+    v2 = key.variant(:yaml, "")
+    records = key.seen_records(now)
+    assert_equal ["st/seen/#{v1}", "st/seen/#{v2}"].sort, records.keys.sort
+    assert_equal "#{now.to_i / DAY}\n/app\n/gems", records["st/seen/#{v1}"]
+    assert_equal [now.to_i / DAY, ["/app", "/gems"]], Loadout::CompileCache::Key.parse_seen(records.values.first)
+    assert_nil Loadout::CompileCache::Key.parse_seen("garbage")
+    assert_nil Loadout::CompileCache::Key.parse_seen(nil)
+    assert_empty Loadout::CompileCache::Key.new(["/a\nb"]).tap { |k| k.variant(:iseq, "") }.seen_records(now)
+  end
+
+  test "a boot writes its seen records once a day: a second warm boot the same day writes nothing" do
+    require_relative "../integration/app_helper"
+    extend Loadout::TestSupport::App
+    with_app do |app|
+      boot_app!(app)
+      sleep 2.1 # past the racy window of the files' ctime: later boots append no revalidation record
+      2.times { boot_app!(app) }
+      store = File.join(app, "tmp/cache/loadout/store")
+      seen = Loadout::Store.open(store, readonly: true) { |s| s.each.map { |k, _| k }.grep(%r{\Ast/seen/}) }
+      assert_equal 3, seen.size, "iseq, yaml and json variants"
+      size = File.size(store)
+      boot_app!(app)
+      assert_equal size, File.size(store), "a warm boot the same day appends nothing"
     end
   end
 

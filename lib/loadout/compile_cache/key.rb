@@ -19,6 +19,10 @@ module Loadout
     class Key # :nodoc:
       PREFIX = "cc/"
       STAT_PREFIX = "cc/s/"
+      # "st/seen/<variant>": the day a boot last used the variant, and that boot's roots (read by
+      # Eviction; written by Boot at exit, at most once a day per variant).
+      SEEN_PREFIX = "st/seen/"
+      DAY = 86_400
 
       # The roots as given (a background worker builds its own Key from them).
       attr_reader :roots
@@ -69,9 +73,19 @@ module Loadout
         key.force_encoding(@binary) # the store's keys are bytes; a fresh String, safe to retag
       end
 
-      # The variant digests this process has used (for Boot's "seen" records, see Eviction).
-      def variants #: () -> Array[String]
-        @variants.values
+      # The "seen" records of the variants this process used: { key => "<day>\n<root>\n..." }.
+      #: (?Time) -> Hash[String, String]
+      def seen_records(now = Time.now)
+        return {} if @roots.any? { |r| r.include?("\n") }
+
+        value = ([now.to_i / DAY] + @roots).join("\n").b
+        @variants.each_value.to_h { |variant| ["#{SEEN_PREFIX}#{variant}", value] }
+      end
+
+      # [day, roots] from a "seen" record's value, or nil.
+      def self.parse_seen(raw) #: (String?) -> [Integer, Array[String]]?
+        day, *roots = raw&.dup&.force_encoding(Encoding::UTF_8)&.split("\n")
+        day&.match?(/\A\d+\z/) ? [Integer(day), roots] : nil
       end
 
       # The absolute source path a store key (an entry's, or its stat record's) stands for under
