@@ -10,10 +10,10 @@
 #    and exit status of `rake -T`, `-P`, `-n` and `--trace`, with and without loadout/rake.
 #
 # The rake gem ships no tests, so they come from rake's source at the gem's version tag, taken at
-# test time (never committed), from the first of: $LOADOUT_RAKE_SOURCE (a rake checkout or git
-# dir), a clone cached in tmp/rake-suite/, a clone of https://github.com/ruby/rake, a git dir in
-# $LOADOUT_RAKE_MIRRORS (":"-separated; default /work/.mirror/ruby+rake/repo). When none works it
-# fails and says so; LOADOUT_SKIP_RAKE_SUITE=1 skips it on purpose.
+# test time (never committed) into tmp/rake-suite/<version>/ (kept for later runs), from the first
+# of: $LOADOUT_RAKE_SOURCE (a rake checkout or git dir), a git dir in $LOADOUT_RAKE_MIRRORS
+# (":"-separated; default /work/.mirror/ruby+rake/repo), a clone of https://github.com/ruby/rake.
+# When none works it fails and says so; LOADOUT_SKIP_RAKE_SUITE=1 skips it on purpose.
 
 require "fileutils"
 require "open3"
