@@ -100,7 +100,8 @@ int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, siz
 
 typedef void lo_hint_entry_fn(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen);
 
-/* Validates a hint (every entry's record inside the limits above); fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, tail_crc, live_bytes,
+/* Validates a hint (every entry's record inside the limits above);
+ * fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, tail_crc, live_bytes,
  * garbage_bytes, garbage_records, corrupt_records, corrupt_bytes) and calls fn per entry.
  * Returns 0, or -1 when the hint is damaged (nothing was reported through fn then). */
 int lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hint_entry_fn *fn, void *ctx);

@@ -27,7 +27,8 @@ module Loadout
 
       script = main_script(program)
       cwd = pwd
-      (cwd && project_of(cwd)) || (script && project_of(File.dirname(script))) || cwd || (script && File.dirname(script))
+      script_dir = script && File.dirname(script)
+      (cwd && project_of(cwd)) || (script_dir && project_of(script_dir)) || cwd || script_dir
     end
 
     # The main script as an absolute real path, when $0 names a file (not -e, irb, ...).

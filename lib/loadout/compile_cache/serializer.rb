@@ -35,7 +35,8 @@ module Loadout
         #: (Integer, String, bool) -> untyped
         def load(codec, bytes, freeze)
           case codec
-          when Entry::MSGPACK then (msgpack or raise CodecUnavailable, "msgpack is not available").load(bytes, freeze: freeze)
+          when Entry::MSGPACK
+            (msgpack or raise CodecUnavailable, "msgpack is not available").load(bytes, freeze: freeze)
           when Entry::MARSHAL
             # rubocop:disable Security/MarshalLoad -- our own, digest-checked bytes
             freeze ? Marshal.load(bytes, freeze: true).tap { |v| deep_freeze(v) } : Marshal.load(bytes)
