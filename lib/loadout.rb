@@ -19,6 +19,7 @@ module Loadout
   autoload :Stats, File.expand_path("loadout/stats", __dir__)
   autoload :SelfCache, File.expand_path("loadout/self_cache", __dir__)
   autoload :CLI, File.expand_path("loadout/cli", __dir__)
+  autoload :Eviction, File.expand_path("loadout/eviction", __dir__)
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.
@@ -30,6 +31,11 @@ module Loadout
 
     # Boot.setup(config), with loadout's own files served from its self cache meanwhile.
     def __boot(config) # :nodoc:
+      if config.problem
+        warn "loadout: #{config.problem}; running without loadout"
+        return false
+      end
+
       SelfCache.around(config) { Boot.setup(config) }
     end
 

@@ -1,7 +1,40 @@
 # frozen_string_literal: true
 
+# Warnings on, before anything of loadout loads (bin/test also passes -w).
+$VERBOSE = true
+
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 $LOAD_PATH.unshift(__dir__)
+
+# Every Ruby warning whose location is in lib/ fails the test that was running (zeitwerk's suite
+# does the same): a redefined method, an already initialized constant, an unused variable, a file
+# loaded twice. Recorded rather than raised: an exception raised from inside a warning would be
+# rescued by loadout's own fail-safe code and turn into a degrade nobody sees. loadout's own
+# messages ("loadout: ...") are not Ruby warnings and pass through.
+module Loadout
+  module TestSupport
+    module LibWarnings
+      LIB = "#{File.expand_path("../lib", __dir__)}/"
+      @seen = []
+
+      class << self
+        attr_reader :seen
+
+        # At a lib/ location, or about a lib/ file (a circular require names the file, at the
+        # location of the require call).
+        def lib_warning?(message)
+          message.include?(": warning: ") && message.include?(LIB)
+        end
+      end
+
+      def warn(message, *args, **kw)
+        LibWarnings.seen << message if LibWarnings.lib_warning?(message)
+        kw.empty? ? super(message, *args) : super
+      end
+    end
+  end
+end
+Warning.singleton_class.prepend(Loadout::TestSupport::LibWarnings)
 
 require "minitest/autorun"
 require "loadout"
@@ -24,5 +57,13 @@ module Minitest
 
     include Loadout::TestSupport::TmpTree
     include Loadout::TestSupport::Subprocess
+
+    # (Warnings given while the test files loaded fail the first test.)
+    def after_teardown
+      super
+      seen = Loadout::TestSupport::LibWarnings.seen.dup
+      Loadout::TestSupport::LibWarnings.seen.clear
+      flunk "Ruby warned about lib/ while this test ran:\n#{seen.join}" unless seen.empty?
+    end
   end
 end

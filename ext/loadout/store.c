@@ -100,8 +100,9 @@ lo_store_parse(const unsigned char *buf, size_t n, uint64_t base, lo_store_recor
             pos = next;
             continue;
         }
-        /* A length that runs past the end is a torn (or still being written) record. */
-        if (total > n - pos) break;
+        /* A length that runs past the end is a torn (or still being written) record; nothing is
+         * indexed past the largest offset an index value holds (loadout never writes there). */
+        if (total > n - pos || base + pos + total > LO_STORE_MAX_LOG) break;
         uint32_t klen = get32(p + 4);
         if (lo_crc32c(get32(p + 12), p + LO_STORE_HEADER, (size_t)total - LO_STORE_HEADER) != get32(p + 16)) {
             bad_records++;
@@ -117,6 +118,13 @@ lo_store_parse(const unsigned char *buf, size_t n, uint64_t base, lo_store_recor
         good = pos;
     }
     out->good_end = base + good;
+}
+
+int
+lo_store_locatable(uint64_t off, uint64_t reclen)
+{
+    return reclen >= LO_STORE_HEADER && reclen <= LO_STORE_HEADER + (uint64_t)LO_STORE_MAX_KEY + LO_STORE_MAX_VALUE &&
+           off <= LO_STORE_MAX_LOG - reclen;
 }
 
 int64_t
@@ -145,6 +153,7 @@ lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hin
         if (end - pos < 16) return -1;
         uint32_t klen = get32(buf + pos + 12);
         if (klen > end - pos - 16) return -1;
+        if (!lo_store_locatable(get64(buf + pos), get32(buf + pos + 8))) return -1;
         pos += 16 + (size_t)klen;
     }
     if (pos != end) return -1;

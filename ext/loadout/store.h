@@ -30,8 +30,33 @@
 #define LO_STORE_PUT 0
 #define LO_STORE_DELETE 1
 #define LO_STORE_META 2
-#define LO_STORE_MAX_KEY (1u << 20)
-#define LO_STORE_MAX_VALUE (1u << 30)
+
+/*
+ * Limits, and the in-memory index value that locates a record: one 64-bit Integer per key,
+ *
+ *   packed = (record length << LO_STORE_OFFSET_BITS) | offset
+ *
+ * so a record (header + key + value) must fit LO_STORE_LENGTH_BITS and a log LO_STORE_OFFSET_BITS.
+ * A longer key or value is refused when framed and read as damage when parsed; a log is never
+ * appended past LO_STORE_MAX_LOG. The Ruby twin (Store::Format) repeats these numbers, and
+ * test/store/limits_test.rb checks both against this header and against Native::STORE_LIMITS.
+ */
+#define LO_STORE_MAX_KEY (1u << 20)    /* 1 MiB */
+#define LO_STORE_MAX_VALUE (64u << 20) /* 64 MiB */
+#define LO_STORE_LENGTH_BITS 27        /* records up to 128 MiB - 1: header + max key + max value fit */
+#define LO_STORE_OFFSET_BITS 37        /* logs up to 128 GiB */
+#define LO_STORE_MAX_LOG (1ULL << LO_STORE_OFFSET_BITS)
+#define LO_STORE_OFFSET_MASK (LO_STORE_MAX_LOG - 1)
+
+typedef char lo_store_limits_fit[(LO_STORE_LENGTH_BITS + LO_STORE_OFFSET_BITS == 64 &&
+                                  LO_STORE_HEADER + (uint64_t)LO_STORE_MAX_KEY + LO_STORE_MAX_VALUE <
+                                      (1ULL << LO_STORE_LENGTH_BITS)) ? 1 : -1];
+
+static inline uint64_t
+lo_store_pack(uint64_t reclen, uint64_t off)
+{
+    return reclen << LO_STORE_OFFSET_BITS | off;
+}
 
 /* Writes the record for (flags, key, value) into out, which holds LO_STORE_HEADER + klen + vlen. */
 void lo_store_frame(unsigned char *out, int flags, const char *key, size_t klen, const char *val, size_t vlen);
@@ -55,6 +80,9 @@ typedef void lo_store_record_fn(void *ctx, int flags, const unsigned char *key, 
 void lo_store_parse(const unsigned char *buf, size_t n, uint64_t base, lo_store_record_fn *fn, void *ctx,
                     lo_store_parse_result *out);
 
+/* 1 when a record of reclen bytes at off is within the limits (so lo_store_pack keeps both). */
+int lo_store_locatable(uint64_t off, uint64_t reclen);
+
 /*
  * Checks one whole record read back for a get: framing, both CRCs, flags == PUT, exact key.
  * Returns the value length and sets *voff, or -1 when anything is wrong.
@@ -72,7 +100,8 @@ int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, siz
 
 typedef void lo_hint_entry_fn(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen);
 
-/* Validates a hint; fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, tail_crc, live_bytes,
+/* Validates a hint (every entry's record inside the limits above);
+ * fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, tail_crc, live_bytes,
  * garbage_bytes, garbage_records, corrupt_records, corrupt_bytes) and calls fn per entry.
  * Returns 0, or -1 when the hint is damaged (nothing was reported through fn then). */
 int lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hint_entry_fn *fn, void *ctx);

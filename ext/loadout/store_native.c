@@ -126,7 +126,7 @@ lo_native_store_verify(VALUE self, VALUE rec, VALUE key)
 }
 
 /*
- * Store#get's read: preads the record at packed ((length << 40) | offset) from fd, checks it as
+ * Store#get's read: preads the record at packed (lo_store_pack: length and offset) from fd, checks it as
  * store_verify does, and returns the value in the String the record was read into (moved to its
  * front): one allocation per get instead of the record plus a copy of its value. nil when the
  * record is short (EOF) or fails a check; a read error raises. Twin: LogFile#read_value (Ruby).
@@ -137,8 +137,8 @@ lo_native_store_read_value(VALUE self, VALUE fd, VALUE packed, VALUE key)
     StringValue(key);
     int f = NUM2INT(fd);
     uint64_t p = NUM2ULL(packed);
-    long len = (long)(p >> 40);
-    off_t off = (off_t)(p & ((1ULL << 40) - 1));
+    long len = (long)(p >> LO_STORE_OFFSET_BITS);
+    off_t off = (off_t)(p & LO_STORE_OFFSET_MASK);
     if (len <= 0) return Qnil;
     VALUE buf = rb_str_buf_new(len);
     char *ptr = RSTRING_PTR(buf);
@@ -163,11 +163,11 @@ lo_native_store_read_value(VALUE self, VALUE fd, VALUE packed, VALUE key)
 static void
 on_hint_entry(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen)
 {
-    /* Index values pack the record as (length << 40) | offset: one Integer per key. The key is
+    /* Index values pack the record as lo_store_pack(length, offset): one Integer per key. The key is
      * frozen first: Hash#[]= would otherwise copy it into the VM's interned-string table, which
      * doubled the cost of loading a 6,300-entry hint. */
     VALUE k = rb_obj_freeze(rb_str_new((const char *)key, (long)klen));
-    rb_hash_aset((VALUE)ctx, k, ULL2NUM(((uint64_t)reclen << 40) | off));
+    rb_hash_aset((VALUE)ctx, k, ULL2NUM(lo_store_pack(reclen, off)));
 }
 
 /* -> [[dev, ino, covered_end, tail_crc, live_bytes, garbage_bytes, garbage_records,
@@ -425,7 +425,7 @@ htab_lookup(VALUE self, VALUE key)
     if (!lo_hint_table_lookup(&h->table, (const unsigned char *)RSTRING_PTR(h->buf), RSTRING_PTR(key),
                               (size_t)RSTRING_LEN(key), &off, &reclen))
         return Qnil;
-    return ULL2NUM(((uint64_t)reclen << 40) | off);
+    return ULL2NUM(lo_store_pack(reclen, off));
 }
 
 static VALUE
@@ -485,7 +485,8 @@ hint_on_overlay_entry(VALUE key, VALUE packed, VALUE p)
     hint_entries_ctx *ctx = (hint_entries_ctx *)p;
     if (packed == ctx->gone || !RB_TYPE_P(key, T_STRING)) return ST_CONTINUE;
     uint64_t v = NUM2ULL(packed);
-    hint_append(ctx->out, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), v & ((1ULL << 40) - 1), (uint32_t)(v >> 40));
+    hint_append(ctx->out, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), v & LO_STORE_OFFSET_MASK,
+                (uint32_t)(v >> LO_STORE_OFFSET_BITS));
     ctx->count++;
     return ST_CONTINUE;
 }
@@ -509,9 +510,25 @@ lo_native_store_hint_entries(VALUE self, VALUE base, VALUE overlay, VALUE gone)
     return rb_assoc_new(ctx.out, LONG2NUM(ctx.count));
 }
 
+/* Native::STORE_LIMITS: store.h's numbers, which Store::Format must repeat (a test compares them). */
+static VALUE
+limits_hash(void)
+{
+    VALUE h = rb_hash_new();
+    rb_hash_aset(h, ID2SYM(rb_intern("header")), INT2FIX(LO_STORE_HEADER));
+    rb_hash_aset(h, ID2SYM(rb_intern("max_key")), ULONG2NUM(LO_STORE_MAX_KEY));
+    rb_hash_aset(h, ID2SYM(rb_intern("max_value")), ULONG2NUM(LO_STORE_MAX_VALUE));
+    rb_hash_aset(h, ID2SYM(rb_intern("length_bits")), INT2FIX(LO_STORE_LENGTH_BITS));
+    rb_hash_aset(h, ID2SYM(rb_intern("offset_bits")), INT2FIX(LO_STORE_OFFSET_BITS));
+    rb_hash_aset(h, ID2SYM(rb_intern("max_log")), ULL2NUM(LO_STORE_MAX_LOG));
+    rb_hash_aset(h, ID2SYM(rb_intern("version")), INT2FIX(LO_STORE_VERSION));
+    return rb_obj_freeze(h);
+}
+
 void
 lo_store_native_init(VALUE mNative)
 {
+    rb_define_const(mNative, "STORE_LIMITS", limits_hash());
     rb_define_module_function(mNative, "store_crc32c", lo_native_store_crc32c, 2);
     rb_define_module_function(mNative, "store_crc32c_sw", lo_native_store_crc32c_sw, 2);
     rb_define_module_function(mNative, "store_crc32c_hardware?", lo_native_store_crc32c_hardware_p, 0);

@@ -107,12 +107,23 @@ module Loadout
         return nil if readonly && !File.file?(config.store_path)
 
         store_class = component(:Store) or return nil
-        store_class.open(config.store_path, readonly: readonly, fail_safe: true, defer_writes: true)
+        store = store_class.open(config.store_path, readonly: readonly, fail_safe: true, defer_writes: true)
+        arm_eviction(store, config.roots)
+        store
       rescue ConfigError
         raise
       rescue StandardError => e
         warn "loadout: cache store #{config.store_path} could not be opened (#{e.class}: #{e.message}); running without the cache"
         nil
+      end
+
+      # Automatic sweeps drop entries that can never be served again (see Eviction); the rule is
+      # loaded only when a compaction runs, never by a boot that does not compact.
+      def arm_eviction(store, roots)
+        return unless store.respond_to?(:evictor=)
+
+        eviction = nil
+        store.evictor = ->(key, read, len) { (eviction ||= Eviction.new(roots: roots)).call(key, read, len) }
       end
 
       # Returns nil when cache_dir exists (or can be made) and is writable, else a short reason.
@@ -188,6 +199,7 @@ module Loadout
             guard("record the value calls") { CompileCache.__record_boot(store) }
           end
         end
+        guard("record the variants in use") { record_seen(store) }
         guard("flush the store") { store.flush }
         guard("close the store") { store.close }
         @store = nil
@@ -202,6 +214,15 @@ module Loadout
 
         pending = store.respond_to?(:stats) ? store.stats[:pending_writes] : nil
         pending.is_a?(Integer) && pending.positive?
+      end
+
+      # The compile cache variants this boot used, for the eviction of unused ones: a few reads,
+      # and a write at most once a day per variant.
+      def record_seen(store)
+        return unless store.writable? && @installed.any? { |m| m.name == "Loadout::CompileCache" }
+
+        key = CompileCache.context&.key or return
+        key.seen_records.each { |k, value| store.put(k, value) unless store.get(k) == value }
       end
 
       # A failing component must never take the host down: it is reported once and skipped.

@@ -28,7 +28,7 @@ module Loadout
       "precompile" => "fill the compile caches and build the load-path index for the current bundle",
       "check" => "tell, without booting the app, whether the next boot will hit the caches",
       "stats" => "store size, live/garbage, entries per kind/variant, last boot's hit rates",
-      "compact" => "rewrite the store without dead records",
+      "compact" => "rewrite the store without dead records and entries that can never be served again",
       "clean" => "delete cache entries (--all, or by --kind / --variant)",
       "bench" => "run the boot benchmark (bench/boot.rb)",
       "version" => "print the version"

@@ -2,11 +2,15 @@
 
 require "rbconfig"
 require "loadout/error"
+require_relative "app_root"
 
 module Loadout
   # The validated settings of one Loadout.setup call: keyword arguments in, a frozen value out.
   # Every path is expanded here (and nowhere else), so the rest of loadout only sees absolute
-  # Strings. A bad option raises ConfigError naming it and the values it accepts.
+  # Strings. A bad option raises ConfigError naming it and the values it accepts. Without root:,
+  # the root is found by AppRoot (not the working directory). When the paths cannot be made
+  # absolute at all (a deleted working directory and nothing else to go by), #problem says why
+  # and setup runs plain Ruby with one warning.
   #
   #   Config.new(cache_dir: "tmp/cache/loadout", root: "/app", compile_cache: [:iseq, :yaml])
   class Config
@@ -31,6 +35,8 @@ module Loadout
     OPTIONS = DEFAULTS.keys.freeze
 
     attr_reader(*OPTIONS)
+    # Why this config cannot be used (the paths could not be made absolute), or nil.
+    attr_reader :problem
 
     # Builds and freezes the settings; raises ConfigError on an unknown option or a bad value.
     #: (**untyped) -> Config
@@ -42,6 +48,7 @@ module Loadout
       end
 
       opts = DEFAULTS.merge(options)
+      @problem = nil
       @root = expand_root(opts[:root])
       @cache_dir = expand_cache_dir(opts[:cache_dir])
       @load_path_cache = boolean(:load_path_cache, opts[:load_path_cache])
@@ -55,9 +62,9 @@ module Loadout
       freeze
     end
 
-    # Where the store file lives inside cache_dir.
-    def store_path #: () -> String
-      File.join(@cache_dir, "store")
+    # Where the store file lives inside cache_dir (nil with a #problem).
+    def store_path #: () -> String?
+      @cache_dir && File.join(@cache_dir, "store")
     end
 
     # The compile cache knows two levels: nil (stat every file) and :stable (trust files outside
@@ -76,8 +83,8 @@ module Loadout
     def roots #: () -> Array[String]
       @roots ||= begin
         gem_dirs = defined?(Gem) ? Gem.path : []
-        ([@root] + gem_dirs.map { |d| File.expand_path(d) } + [File.expand_path(RbConfig::CONFIG["prefix"])])
-          .uniq.freeze
+        dirs = [@root] + gem_dirs.map { |d| absolute(d) } + [absolute(RbConfig::CONFIG["prefix"])]
+        dirs.compact.uniq.freeze
       end
     end
 
@@ -111,9 +118,13 @@ module Loadout
     end
 
     def expand_root(value)
-      return File.expand_path(Dir.pwd) if value.nil?
+      if value.nil?
+        root = AppRoot.find
+        @problem ||= "the app root cannot be found (the working directory was deleted); pass root:" unless root
+        return root
+      end
 
-      File.expand_path(path_string(:root, value))
+      absolute(path_string(:root, value))
     end
 
     def expand_cache_dir(value)
@@ -121,7 +132,16 @@ module Loadout
         raise ConfigError.new(:cache_dir, value, "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
       end
 
-      File.expand_path(path_string(:cache_dir, value), @root)
+      absolute(path_string(:cache_dir, value), @root)
+    end
+
+    # File.expand_path, or nil (and a #problem) when +path+ is relative to a working directory
+    # that no longer exists.
+    def absolute(path, base = nil)
+      File.expand_path(path, base)
+    rescue SystemCallError
+      @problem ||= "#{path.inspect} is relative and the working directory was deleted; use absolute paths"
+      nil
     end
 
     def boolean(name, value)
@@ -164,8 +184,8 @@ module Loadout
           raise ConfigError.new(:ignore_directories, value, accepted)
         end
 
-        (dir.include?("/") ? File.expand_path(dir, @root) : dir).freeze
-      end.uniq.freeze
+        (dir.include?("/") ? absolute(dir, @root) : dir)&.freeze
+      end.compact.uniq.freeze
     end
   end
 end

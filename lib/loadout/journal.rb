@@ -3,6 +3,11 @@
 require "fileutils"
 require "loadout/error"
 require "loadout/store"
+
+module Loadout
+  class Journal; end # before its parts reopen it (see store.rb)
+end
+
 require "loadout/journal/segments"
 require "loadout/journal/buffer"
 require "loadout/journal/recovery"

@@ -8,13 +8,13 @@ require "loadout/rake/support"
 require "loadout/rake/file_task_patch"
 require "loadout/rake/task_patch"
 require "loadout/rake/task_manager_patch"
-require "loadout/rake/app_tasks"
 require "loadout/rake/backtrace_patch"
 
 module Loadout
   # `require "loadout/rake"` (in a Rakefile, or RUBYOPT=-rloadout/rake) makes Rake's FileTask
-  # checks cost one stat per path per run, with exactly stock Rake's rebuild decisions, and adds
-  # the loadout:precompile and loadout:clean tasks (and the cache dir to CLOBBER).
+  # checks cost one stat per path per run, with exactly stock Rake's rebuild decisions, and
+  # nothing else: no task, no output of its own (`rake -T` lists the same). The app tasks
+  # (loadout:precompile, loadout:clean) are `require "loadout/rake_tasks"`.
   #
   # How: a handful of modules prepended to Rake::Task, Rake::FileTask, Rake::FileCreationTask and
   # Rake::Application (each file below says which stock method it stands in for and why the
@@ -52,15 +52,8 @@ module Loadout
       def installed? #: () -> bool
         @installed == true && Run.enabled?
       end
-
-      # Adds loadout:precompile and loadout:clean to the application (once).
-      def define_tasks! #: () -> void
-        AppTasks.define
-        ::Rake::Application.prepend(AppTasks::TopLevel) unless ::Rake::Application < AppTasks::TopLevel
-      end
     end
   end
 end
 
 Loadout::Rake.install!
-Loadout::Rake.define_tasks!

@@ -5,6 +5,7 @@
 # LOADOUT_* variables; README "Configuration" lists every one of them.
 
 require "loadout"
+require_relative "app_root"
 
 module Loadout
   # Environment → Config. Values are parsed strictly: a value loadout does not understand raises
@@ -58,24 +59,11 @@ module Loadout
         raise ConfigError.new(name, raw, "1/0/true/false/yes/no")
       end
 
-      # The app root: the directory of the Gemfile bundler uses (BUNDLE_GEMFILE, which
-      # bundler/setup sets), else the nearest Gemfile or gems.rb above the working directory,
-      # else the working directory. Never a caller frame: `ruby -e` and bin/ wrappers have none
-      # that means anything.
-      #: (Hash[String, String]) -> String
+      # The app root (see AppRoot): BUNDLE_GEMFILE's directory, else the project of the working
+      # directory, else of the main script; nil when none can be found (Config says why).
+      #: (Hash[String, String]) -> String?
       def app_root(env)
-        gemfile = env["BUNDLE_GEMFILE"]
-        return File.dirname(gemfile) if gemfile && !gemfile.empty?
-
-        dir = Dir.pwd
-        loop do
-          return dir if File.file?(File.join(dir, "Gemfile")) || File.file?(File.join(dir, "gems.rb"))
-
-          parent = File.dirname(dir)
-          return Dir.pwd if parent == dir
-
-          dir = parent
-        end
+        AppRoot.find(env)
       end
 
       # Like Bootsnap: development when RAILS_ENV / RACK_ENV (first set wins) is unset, empty or

@@ -2,6 +2,13 @@
 
 require "loadout/error"
 require "loadout/instrumentation"
+
+module Loadout
+  # Defined before its parts reopen it: a part's `class Store` would otherwise trigger the
+  # Store autoload while this file is being required (Ruby warns about the circular require).
+  class Store; end
+end
+
 require "loadout/store/format"
 require "loadout/store/log_file"
 require "loadout/store/index"
@@ -11,6 +18,7 @@ require "loadout/store/registry"
 require "loadout/store/opener"
 require "loadout/store/writer"
 require "loadout/store/compaction"
+require "loadout/store/enumeration"
 
 module Loadout
   # A crash-safe, append-only key/value log shared by many processes (Bitcask-style): every cache
@@ -29,9 +37,10 @@ module Loadout
     include Opener
     include Writer
     include Compaction
+    include Enumeration
 
     DELETED = Object.new.freeze # a queued delete in the defer_writes queue
-    private_constant :DELETED, :Opener, :Writer, :Compaction
+    private_constant :DELETED, :Opener, :Writer, :Compaction, :Enumeration
 
     # Opens (creating when writable) the store at +path+; with a block, yields it and closes it.
     #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool) ?{ (Store) -> untyped } -> Store
@@ -61,6 +70,8 @@ module Loadout
       @file = nil
       @end = 0
       @hint_end = -1
+      @evictor = nil
+      @baseline = nil
       @index = Index.new
       @binary_encoding = Encoding::BINARY
       @string_class = String
@@ -101,11 +112,14 @@ module Loadout
       end
     end
 
+    # A key or value over the limits (Format::MAX_KEY, MAX_VALUE) raises ArgumentError; with
+    # fail_safe the key is deleted instead, so a get never returns the value it replaced.
     #: (String, String) -> nil
     def put(key, value)
       key = binary(key)
       value = binary(value)
-      Format.check_lengths(key.bytesize, value.bytesize)
+      return oversized(key, value) unless Format.within_limits?(key.bytesize, value.bytesize)
+
       @mutex.synchronize do
         next unless writing?
 
@@ -150,63 +164,26 @@ module Loadout
       nil
     end
 
-    # Yields every live key and value (values read and checked one at a time).
-    #: () { (String, String) -> void } -> void
-    def each
-      return enum_for(:each) unless block_given?
-
-      keys = @mutex.synchronize { @index.keys | (@pending ? @pending.keys : []) }
-      keys.each do |key|
-        value = get(key)
-        yield key, value if value
-      end
-      self
-    end
-
-    #: () -> Integer
-    def size
-      @mutex.synchronize do
-        n = @index.size
-        @pending&.each do |key, value|
-          if value.equal?(DELETED)
-            n -= 1 if @index.key?(key)
-          elsif !@index.key?(key)
-            n += 1
-          end
-        end
-        n
-      end
-    end
-
-    #: () -> Hash[Symbol, Integer | bool]
-    def stats
-      @mutex.synchronize do
-        file_size = begin
-          @file && !@closed ? @file.size : 0
-        rescue SystemCallError, IOError
-          0
-        end
-        { live_records: @index.size, live_bytes: @index.live_bytes,
-          garbage_records: @index.garbage_records, garbage_bytes: @index.garbage_bytes,
-          corrupt_records: @index.corrupt_records, corrupt_bytes: @index.corrupt_bytes,
-          file_size: file_size, pending_writes: @pending ? @pending.size : 0, writable: writable? }
-      end
-    end
-
-    # Rewrites the log with live records only. Returns true when it compacted.
-    #: () -> bool
-    def compact
+    # Rewrites the log with live records only, leaving out those +evict+ drops: a callable
+    # (key, read, record bytes) -> true to drop, where read.(key) returns another key's value
+    # (Loadout::Eviction is the caches' rule). Returns true when it compacted.
+    #: (?evict: untyped) -> bool
+    def compact(evict: nil)
       @mutex.synchronize do
         next false unless writing?
 
         write_pending
         done = guarded_write do
-          with_write_lock { |file| compact_locked(file) }
+          with_write_lock { |file| compact_locked(file, evict) }
           true
         end
         done == true
       end
     end
+
+    # Arms automatic sweeps: +evict+ (as for #compact) is applied by every automatic compaction,
+    # which then also runs once the log has grown by half since it was last compacted.
+    attr_writer :evictor
 
     # Writes the defer_writes queue now (no-op otherwise).
     #: () -> nil
@@ -236,30 +213,6 @@ module Loadout
 
     private
 
-    def close_locked
-      return if @closed
-
-      write_pending if @writable && @pid == Process.pid
-      write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid
-      @closed = true
-      @file&.close
-      Registry.remove(self)
-    end
-
-    def write_hint
-      @hint_end = @end if Hint.write(@path, @file, @index, @end)
-    end
-
-    def writing?
-      return true if @writable && !@closed
-      return false if @fail_safe
-
-      raise StoreError.new(@path, "is closed", "open it again") if @closed
-      raise StoreError.new(@path, *Problems.foreign) if @foreign
-
-      raise StoreError.new(@path, *Problems.readonly)
-    end
-
     def read_value(key, packed)
       value = @file.read_value(key, packed)
       return value if value
@@ -267,10 +220,11 @@ module Loadout
       @index.drop_corrupt(key)
       Instrumentation.emit(:corrupt, @path, cache: :store, reason: :checksum) if Instrumentation.enabled?
       nil
-    rescue SystemCallError, IOError => e
-      raise store_error(e) unless @fail_safe
+    rescue StandardError => e
+      return nil if survivable?(e)
+      raise store_error(e) if e.is_a?(SystemCallError) || e.is_a?(IOError)
 
-      nil
+      raise
     end
 
     # Constants are avoided on this path (every get): Ruby 3.1 drops all constant caches each

@@ -160,6 +160,42 @@ class JournalTest < Minitest::Test
     end
   end
 
+
+  test "a damaged record in the middle of a segment is counted and warned about once, a torn tail is not" do
+    with_journal do |j, path|
+      j.append("first payload")
+      j.append("second payload")
+      j.append("third payload")
+      j.close
+      seg = File.join(path, segments(path).last)
+      bytes = File.binread(seg)
+      at = bytes.index("second payload")
+      bytes.setbyte(at, bytes.getbyte(at) ^ 0x20) # the body CRC no longer matches
+      File.binwrite(seg, bytes)
+      out, err = capture_io do
+        Loadout::Journal.open(path) do |j2|
+          assert_equal 1, j2.corrupt_records
+          assert_equal ["first payload", "third payload"], j2.pending.map(&:last)
+        end
+      end
+      assert_empty out
+      assert_equal 1, err.scan(/loadout: journal .*1 damaged record/).size, err
+      assert_includes err, File.basename(seg)
+
+      File.binwrite(seg, File.binread(seg) + Format.frame_id_into(+"".b, Format::PUT, 99, "torn")[0, 30])
+      _, err = capture_io { Loadout::Journal.open(path) { |j3| assert_equal 1, j3.corrupt_records } }
+      assert_equal 1, err.scan(/damaged record/).size, "the torn tail adds nothing: #{err}"
+    end
+  end
+
+  test "a journal opened without damage reports no corrupt records and warns nothing" do
+    with_journal do |j, path|
+      j.append("one")
+      j.close
+      _, err = capture_io { Loadout::Journal.open(path) { |j2| assert_equal 0, j2.corrupt_records } }
+      assert_empty err
+    end
+  end
   test ":none flushes on normal exit and on SIGTERM" do
     with_files do |dir|
       script = <<~RUBY

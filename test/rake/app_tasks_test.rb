@@ -3,14 +3,19 @@
 require "test_helper"
 require "support/rake_project"
 
-# loadout:precompile and loadout:clean, and the cache dir in CLOBBER.
+# `require "loadout/rake_tasks"`: loadout:precompile and loadout:clean, and the cache dir in
+# CLOBBER. (`require "loadout/rake"` alone adds nothing: see the -T/-P scenarios of
+# differential_test.rb and test/rake/stock_suite.rb.)
 class RakeAppTasksTest < Minitest::Test
   P = Loadout::TestSupport::RakeProject
   RAKE_LIB = P.rake_libs.first
 
+  # Runs rake with the accelerator from RUBYOPT, and the app tasks from -r (or from the Rakefile
+  # when it requires them itself).
   def rake(dir, *args, env: {}, rakefile: "")
     File.write(File.join(dir, "Rakefile"), rakefile)
-    P.run_rake(dir, args, mode: :loadout, rake_lib: RAKE_LIB, env: env)
+    opts = rakefile.include?("loadout/rake_tasks") ? [] : ["-rloadout/rake_tasks"]
+    P.run_rake(dir, args, mode: :loadout, rake_lib: RAKE_LIB, env: env, ruby_opts: opts)
   end
 
   test "loadout:clean removes tmp/cache/loadout under the directory rake runs in" do
@@ -41,7 +46,7 @@ class RakeAppTasksTest < Minitest::Test
   test "both tasks are listed with descriptions, also when loaded by the Rakefile" do
     with_files do |dir|
       [{}, { "LOADOUT_RAKE_IN_RAKEFILE" => "1" }].each do |env|
-        rakefile = env.empty? ? "" : %(require "loadout/rake"\n)
+        rakefile = env.empty? ? "" : %(require "loadout/rake"\nrequire "loadout/rake_tasks"\n)
         out, err, status = rake(dir, "-T", env: env, rakefile: rakefile)
         assert_equal 0, status, err
         assert_match(/^rake loadout:clean\s+# Remove loadout's cache directory/, out)
@@ -59,9 +64,10 @@ class RakeAppTasksTest < Minitest::Test
     end
   end
 
-  test "the cache dir joins CLOBBER when the Rakefile uses rake/clean, before or after loadout/rake" do
+  test "the cache dir joins CLOBBER when the Rakefile uses rake/clean, before or after loadout/rake_tasks" do
     with_files([["tmp/cache/loadout/store.log", "x"], ["keep.txt", "keep"]]) do |dir|
-      [%(require "rake/clean"\nrequire "loadout/rake"\n), %(require "loadout/rake"\nrequire "rake/clean"\n)].each do |rf|
+      [%(require "rake/clean"\nrequire "loadout/rake_tasks"\n),
+       %(require "loadout/rake_tasks"\nrequire "rake/clean"\n)].each do |rf|
         FileUtils.mkdir_p(File.join(dir, "tmp/cache/loadout"))
         _out, err, status = rake(dir, "clobber", env: { "LOADOUT_RAKE_IN_RAKEFILE" => "1" }, rakefile: rf)
         assert_equal 0, status, err
@@ -71,12 +77,24 @@ class RakeAppTasksTest < Minitest::Test
     end
   end
 
-  test "loadout/rake does not load rake/clean (no clean or clobber task appears)" do
+  test "loadout/rake_tasks does not load rake/clean (no clean or clobber task appears)" do
     with_files do |dir|
       out, _err, status = rake(dir, "-P")
       assert_equal 0, status
       refute_match(/^rake (clean|clobber)$/, out)
       assert_match(/^rake loadout:precompile$/, out)
+    end
+  end
+
+  test "loadout/rake alone adds no task, whether from RUBYOPT or from the Rakefile" do
+    with_files do |dir|
+      [{}, { "LOADOUT_RAKE_IN_RAKEFILE" => "1" }].each do |env|
+        File.write(File.join(dir, "Rakefile"), %(#{'require "loadout/rake"' unless env.empty?}\ntask :mine\n))
+        out, err, status = P.run_rake(dir, ["-P"], mode: :loadout, rake_lib: RAKE_LIB, env: env)
+        assert_equal 0, status, err
+        assert_equal "rake mine\n", out, env.inspect
+        assert_empty err
+      end
     end
   end
 end

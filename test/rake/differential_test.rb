@@ -94,6 +94,10 @@ class RakeDifferentialTest < Minitest::Test
                                          breaker: "never_invalidate") do |d|
       P.touch(d, "src/c.c", P::BASE_TIME + 12.5)
     end,
+    # An action rewrites gen/nested.in, then reenables and invokes out/nested.txt (checked earlier
+    # in the run): stock rebuilds it at once, so the memo must not be used while the action runs.
+    scenario("an action changes a file, then invokes a task that depends on it",
+             env: { "NESTED_INVOKE" => "1" }, breaker: "trusted_in_actions"),
     # Not decisions, so no memo bug can change them; compared all the same.
     scenario("a failing action", env: { "FAIL_TASK" => "obj/c.o" }, breaker: nil) do |d|
       P.touch(d, "include/util.h", P::BASE_TIME + 12.5)
@@ -146,10 +150,8 @@ class RakeDifferentialTest < Minitest::Test
       out, err, status = P.run_rake(dir, sc.args, mode: mode, rake_lib: rake_lib, break_memo: break_memo, env: env)
       out, err = [out, err].map { |s| s.gsub(dir, "<dir>") }
       err = err.lines.reject { |l| l.start_with?("#{P::LIB}/loadout/rake") }.join if sc.args.include?("--trace")
-      # -T and -P list loadout's own tasks (and -T widens its name column for them).
-      out, err = [out, err].map { |s| s.lines.reject { |l| l.include?("loadout:") }.map { |l| l.sub(/ {2,}# /, "  # ") } }
-      out, err = [out.sort, err.sort] if sc.sorted
-      { stdout: out.join, stderr: err.join, status: status, changes: P.changes(before, P.snapshot(dir)) }
+      out, err = [out.lines.sort.join, err.lines.sort.join] if sc.sorted
+      { stdout: out, stderr: err, status: status, changes: P.changes(before, P.snapshot(dir)) }
     end
   end
 end

@@ -107,7 +107,7 @@ class RakeSupportTest < Minitest::Test
   test "loadout:precompile explains a missing CLI" do
     script = <<~'RUBY'
       require "rake"
-      require "loadout/rake"
+      require "loadout/rake_tasks"
       module Kernel
         alias_method :__orig_require, :require
         def require(name)

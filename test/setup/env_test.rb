@@ -115,13 +115,13 @@ class SetupEnvTest < Minitest::Test
     assert_equal "/srv/app", config("BUNDLE_GEMFILE" => "/srv/app/gems.rb").root
   end
 
-  test "app root: the nearest Gemfile above the working directory, else the working directory" do
+  test "app root without a main script: the nearest Gemfile above the working directory, else the working directory" do
     with_files([["proj/Gemfile", ""], ["proj/a/b/"], ["other/"]]) do |dir|
       Dir.chdir(File.join(dir, "proj/a/b")) do
-        assert_equal File.join(dir, "proj"), Loadout::Setup.config_from({}).root
+        assert_equal File.join(dir, "proj"), Loadout::AppRoot.find({}, "-e")
       end
       Dir.chdir(File.join(dir, "other")) do
-        root = Loadout::Setup.config_from({}).root
+        root = Loadout::AppRoot.find({}, "-e")
         # No Gemfile between here and /: the working directory (unless the machine has one above).
         assert(root == File.join(dir, "other") || File.file?(File.join(root, "Gemfile")))
       end

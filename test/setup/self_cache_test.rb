@@ -147,13 +147,17 @@ class SelfCacheTest < Minitest::Test
         sc = Loadout::SelfCache
         { table: {}, stale: true, loaded_before: $LOADED_FEATURES.size - 1, path: "#{config.store_path}.self-x" }
           .each { |k, v| sc.instance_variable_set(:"@#{k}", v) }
-        $LOADED_FEATURES << File.join(Loadout::SelfCache::LIB, "loadout/version.rb")
+        fake = File.join(Loadout::SelfCache::LIB, "loadout/version.rb")
+        $LOADED_FEATURES << fake
         sc.send(:stop, config)
         writer = Loadout::CompileCache.context.writer
         # Taken back: this test process must not start a worker at its exit.
         writer.instance_variable_get(:@self_job).tap { writer.instance_variable_set(:@self_job, nil) }
       ensure
-        $LOADED_FEATURES.pop
+        # The last copy of +fake+, not the last entry: the writer's autoload appends its own file
+        # after it, and popping that would make the next require load writer.rb a second time.
+        at = fake && $LOADED_FEATURES.rindex(fake)
+        $LOADED_FEATURES.delete_at(at) if at
         Loadout::CompileCache.uninstall!
         store.close
       end

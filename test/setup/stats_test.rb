@@ -20,9 +20,11 @@ class StatsTest < Minitest::Test
     now = 0.0
     stats = Loadout::Stats.singleton_class
     stats.alias_method(:__real_clock, :clock)
+    stats.remove_method(:clock) # (removed first: redefining it in place warns under -w)
     stats.define_method(:clock) { now }
     yield ->(seconds) { now += seconds }
   ensure
+    stats.remove_method(:clock)
     stats.alias_method(:clock, :__real_clock)
     stats.remove_method(:__real_clock)
   end

@@ -217,4 +217,66 @@ class StoreFailSafeTest < Minitest::Test
       assert_equal 1, err.lines.grep(/loadout:/).size, err
     end
   end
+
+  # A fault of no I/O kind (the RangeError an index value too big to unpack once raised, a bug):
+  # fail_safe still degrades with one warning; without it the error propagates as it is.
+  module ReadFault
+    def read_value(*)
+      raise RangeError, "injected"
+    end
+  end
+
+  module HintFault
+    class << self
+      attr_accessor :on
+    end
+
+    def write(*args)
+      raise RangeError, "injected" if HintFault.on
+
+      super
+    end
+  end
+  Loadout::Store.const_get(:Hint).singleton_class.prepend(HintFault)
+
+  test "fail_safe survives errors of any kind from get and close; without it they propagate" do
+    with_files do |dir|
+      path = File.join(dir, "s.store")
+      Loadout::Store.open(path) { |s| s.put("a", "1") }
+      HintFault.on = true
+      s = Loadout::Store.open(path, fail_safe: true)
+      s.instance_variable_get(:@file).extend(ReadFault)
+      _, err = capture_io do
+        assert_nil s.get("a")
+        s.put("b", "2")
+        s.close # writes the hint: raises
+      end
+      assert_equal 1, err.lines.grep(/loadout: cache store .*RangeError: injected/).size, err
+
+      strict = Loadout::Store.open(path)
+      strict.instance_variable_get(:@file).extend(ReadFault)
+      assert_raises(RangeError) { strict.get("a") }
+      strict.put("c", "3")
+      assert_raises(RangeError) { strict.close }
+    ensure
+      HintFault.on = false
+    end
+  end
+
+  test "a value over the limit: ArgumentError, or with fail_safe the key is dropped (its old value never served)" do
+    with_files do |dir|
+      path = File.join(dir, "s.store")
+      Loadout::Store.open(path, fail_safe: true) do |safe|
+        safe.put("a", "old")
+        safe.put("a", "x" * (Format::MAX_VALUE + 1))
+        assert_nil safe.get("a")
+        assert safe.writable?
+      end
+      Loadout::Store.open(path) do |plain|
+        plain.put("a", "old")
+        assert_raises(ArgumentError) { plain.put("a", "x" * (Format::MAX_VALUE + 1)) }
+        assert_equal "old", plain.get("a")
+      end
+    end
+  end
 end

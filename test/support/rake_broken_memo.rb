@@ -5,6 +5,7 @@
 # LOADOUT_RAKE_BREAK, so each scenario can prove it detects a wrong memo.
 #
 #   never_invalidate    executing a task never drops remembered stats
+#   trusted_in_actions  the memo stays in use while an action runs (dropped only when it returns)
 #   own_path_only       executing a file task drops only its own path (misses side outputs)
 #   enoent_as_fresh     a missing file is reported as existing and brand new
 #   basename_key        stats are remembered by basename (two paths share one entry)
@@ -118,8 +119,11 @@ module Loadout
       when "synth_before_rules"
         ::Rake::Application.prepend(SynthBeforeRules)
       when "never_invalidate", "own_path_only"
-        RUN.singleton_class.send(:define_method, :changed!) {}
+        RUN.singleton_class.send(:define_method, :action_started) {}
+        RUN.singleton_class.send(:define_method, :action_finished) {}
         ::Rake::Task.prepend(OwnPathOnly) if MODE == "own_path_only"
+      when "trusted_in_actions"
+        RUN.singleton_class.send(:define_method, :action_started) {}
       when "enoent_as_fresh", "second_resolution"
         original = RUN.method(:mtime)
         RUN.singleton_class.send(:define_method, :mtime) do |path|

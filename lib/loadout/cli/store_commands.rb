@@ -60,9 +60,11 @@ module Loadout
         return missing(ctx) unless ctx.store_exists?
 
         before = File.size(ctx.store_path)
-        ctx.with_store(write: true, &:compact)
+        eviction = Eviction.new(roots: ctx.config.roots) # the rule automatic sweeps apply (README)
+        ctx.with_store(write: true) { |store| store.compact(evict: eviction) }
         after = File.exist?(ctx.store_path) ? File.size(ctx.store_path) : 0
-        out.puts "loadout compact: #{ctx.store_path} #{human(before)} -> #{human(after)}"
+        out.puts "loadout compact: #{ctx.store_path} #{human(before)} -> #{human(after)} " \
+                 "(#{eviction.count} entries evicted: sources gone, or unused for #{Eviction::UNUSED_DAYS} days)"
         0
       end
 

@@ -19,6 +19,10 @@ module Loadout
     class Key # :nodoc:
       PREFIX = "cc/"
       STAT_PREFIX = "cc/s/"
+      # "st/seen/<variant>": the day a boot last used the variant, and that boot's roots (read by
+      # Eviction; written by Boot at exit, at most once a day per variant).
+      SEEN_PREFIX = "st/seen/"
+      DAY = 86_400
 
       # The roots as given (a background worker builds its own Key from them).
       attr_reader :roots
@@ -67,6 +71,36 @@ module Loadout
                 "cc/#{kind_letter}/#{variant}/#{path}"
               end
         key.force_encoding(@binary) # the store's keys are bytes; a fresh String, safe to retag
+      end
+
+      # The "seen" records of the variants this process used: { key => "<day>\n<root>\n..." }.
+      #: (?Time) -> Hash[String, String]
+      def seen_records(now = Time.now)
+        return {} if @roots.any? { |r| r.include?("\n") }
+
+        value = ([now.to_i / DAY] + @roots).join("\n").b
+        @variants.each_value.to_h { |variant| ["#{SEEN_PREFIX}#{variant}", value] }
+      end
+
+      # [day, roots] from a "seen" record's value, or nil.
+      def self.parse_seen(raw) #: (String?) -> [Integer, Array[String]]?
+        day, *roots = raw&.dup&.force_encoding(Encoding::UTF_8)&.split("\n")
+        day&.match?(/\A\d+\z/) ? [Integer(day), roots] : nil
+      end
+
+      # The absolute source path a store key (an entry's, or its stat record's) stands for under
+      # these roots; nil when the key names a root tag these roots do not have.
+      #: (String) -> String?
+      def source_path(store_key)
+        parts = store_key.split("/", store_key.start_with?(STAT_PREFIX) ? 5 : 4)
+        rest = parts.last
+        return nil if parts.size < 4 || rest.nil? || rest.empty?
+        return rest.dup.force_encoding(Encoding::UTF_8) if rest.start_with?("/")
+
+        tag, rel = rest.split("/", 2)
+        root = (@roots_by_tag ||= @tags.invert)[tag] or return nil
+        path = rel.nil? ? root : "#{root == "/" ? "" : root}/#{rel}"
+        path.force_encoding(Encoding::UTF_8)
       end
 
       # True when +path+ is under a root other than the application's (a gem dir, the Ruby prefix).

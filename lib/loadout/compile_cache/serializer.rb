@@ -12,6 +12,10 @@ module Loadout
     module Serializer # :nodoc:
       SYMBOL_TYPE = 0
 
+      # A sound entry in a codec this process cannot load (msgpack outside the bundle): a miss
+      # with its own reason, not damage.
+      class CodecUnavailable < IOError; end
+
       class << self
         # [codec, bytes] or nil when no codec reproduces +value+ exactly. With trust_msgpack
         # (the caller knows the value is a plain tree: no aliases, tags or custom objects) a value
@@ -31,7 +35,8 @@ module Loadout
         #: (Integer, String, bool) -> untyped
         def load(codec, bytes, freeze)
           case codec
-          when Entry::MSGPACK then (msgpack or raise IOError, "msgpack is not available").load(bytes, freeze: freeze)
+          when Entry::MSGPACK
+            (msgpack or raise CodecUnavailable, "msgpack is not available").load(bytes, freeze: freeze)
           when Entry::MARSHAL
             # rubocop:disable Security/MarshalLoad -- our own, digest-checked bytes
             freeze ? Marshal.load(bytes, freeze: true).tap { |v| deep_freeze(v) } : Marshal.load(bytes)

@@ -90,7 +90,8 @@ module Loadout
 
         private
 
-        # [:served, value] or [event, nil] where event is why it was not served.
+        # [:served, value] or [event, nil] where event is why it was not served (an event Symbol,
+        # or [event, reason]).
         def serve(ctx, call, abspath, key, blob)
           return [:miss, nil] if call.tags == :require && ((blob.getbyte(5) || 0) & Entry::TAG_FREE).zero?
 
@@ -123,6 +124,8 @@ module Loadout
           return [:stale, nil] if entry.negative?
 
           value_of(ctx, call, abspath, state == :revalidated ? :revalidated : :hit, entry.flags, entry.payload)
+        rescue Serializer::CodecUnavailable
+          [%i[miss codec_unavailable], nil]
         rescue StandardError
           [:corrupt, nil]
         end
@@ -164,7 +167,8 @@ module Loadout
             ctx.counters.event(call.kind, :skipped, abspath, :custom_tags)
             return yield
           end
-          ctx.counters.event(call.kind, state, abspath)
+          event, reason = state # a Symbol, or [event, reason]
+          ctx.counters.event(call.kind, event, abspath, reason)
           value = timed(ctx, call.kind, :compile_ns) { yield }
           flags = tag_free ? Entry::TAG_FREE : 0
           store(ctx, call, abspath, key, value, [identity, verified, digest, flags], plain) if digest && !ctx.readonly

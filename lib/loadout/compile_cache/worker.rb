@@ -30,6 +30,7 @@ module Loadout
         # rubocop:enable Security/MarshalLoad
         unless groups.empty?
           store = Store.open(store_path, fail_safe: true, defer_writes: true)
+          store.evictor = Eviction.new(roots: roots) # the sweep its writes may trigger (see Boot)
           Writer.compile_into(store, Key.new(roots), groups)
           store.close
         end

@@ -8,6 +8,14 @@ module Loadout
     # Opening: take the directory's LOCK, read every segment for the id high-water mark, cut a
     # torn tail off the last segment and open it for appending.
     module Recovery # :nodoc:
+      # Damaged records found in the middle of a segment when the journal was opened (each one a
+      # lost entry, or a lost ack whose entry comes back in #pending). A torn tail (a writer that
+      # died mid-record) is not counted: it is expected after a crash and is cut off.
+      #: () -> Integer
+      def corrupt_records
+        @corrupt_records || 0
+      end
+
       private
 
       def open_dir
@@ -27,15 +35,22 @@ module Loadout
         numbers = Segments.numbers(@dir)
         max_id = 0
         good_end = size = 0
+        @corrupt_records = 0
+        damaged = []
         numbers.each do |n|
-          good_end, size, newer, = Segments.read(Segments.path(@dir, n)) do |_flags, id, _payload|
+          good_end, size, newer, bad = Segments.read(Segments.path(@dir, n)) do |_flags, id, _payload|
             max_id = id if id && id > max_id
+          end
+          if bad > 0
+            @corrupt_records += bad
+            damaged << File.basename(Segments.path(@dir, n))
           end
           next unless newer
 
           raise JournalError.new(Segments.path(@dir, n), "was written by a newer loadout",
                                  "upgrade loadout to read this journal")
         end
+        warn_corrupt(damaged) unless damaged.empty?
         @segment_no = numbers.last || 1
         @reserved = max_id
         @buffer = Buffer.new(max_id + 1, max_id, BUFFER)
@@ -50,6 +65,13 @@ module Loadout
         @buffer.frame(Store::Format::META, Segments::IDS_KEY, [@reserved].pack("Q>"))
         drain
         sync_now unless @sync == :none || @sync == :flush
+      end
+
+      # One warning per open, whatever the number of damaged records.
+      def warn_corrupt(segments)
+        warn "loadout: journal #{@dir}: #{@corrupt_records} damaged record(s) skipped in #{segments.join(", ")} " \
+             "(each one an entry lost, or an ack lost so its entry is pending again); the disk or another " \
+             "writer damaged the file: check it (Journal#corrupt_records counts them)"
       end
     end
   end

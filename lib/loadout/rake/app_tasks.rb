@@ -4,7 +4,7 @@ require "fileutils"
 
 module Loadout
   module Rake
-    # The tasks `require "loadout/rake"` adds for apps:
+    # The tasks `require "loadout/rake_tasks"` adds for apps:
     #
     #   rake loadout:precompile   # runs `loadout precompile` (Loadout::CLI) in-process
     #   rake loadout:clean        # removes the cache directory
@@ -58,7 +58,7 @@ module Loadout
         end
       end
 
-      # Prepended to Rake::Application: a Rakefile may require rake/clean after loadout/rake.
+      # Prepended to Rake::Application: a Rakefile may require rake/clean after loadout/rake_tasks.
       module TopLevel
         def top_level
           AppTasks.add_to_clobber
@@ -67,5 +67,11 @@ module Loadout
       end
     end
     private_constant :AppTasks
+
+    # Adds loadout:precompile and loadout:clean to the application (once).
+    def self.define_tasks! #: () -> void
+      AppTasks.define
+      ::Rake::Application.prepend(AppTasks::TopLevel) unless ::Rake::Application < AppTasks::TopLevel
+    end
   end
 end

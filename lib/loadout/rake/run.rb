@@ -12,7 +12,10 @@ module Loadout
     # - per application, TaskManager#[] results: { scope => { name => task } }.
     #
     # Invalidation. Any task action may write any file, define tasks or delete them from the
-    # table, so every Task#execute starts a new epoch (empty stat memo, empty lookup caches).
+    # table, so every Task#execute starts a new epoch (empty stat memo, empty lookup caches) and
+    # ends one. While any action runs (in any thread) there is no stat memo at all: an action may
+    # change a file and then invoke a task that depends on it (the reenable/invoke idiom), and
+    # that nested invoke must see the file as it is now, as stock Rake does.
     # A newly interned task X only changes lookups whose candidate names include X, that is names
     # equal to X or to a ":"-suffix of X, so only those cache entries are dropped.
     #
@@ -27,7 +30,8 @@ module Loadout
       @table_gen = 0    # bumped whenever any task table gains a task or is cleared
       @clear_gen = 0    # bumped whenever any task table is cleared
       @drop_gen = 0     # bumped whenever a cached lookup may have been dropped (not on new epochs)
-      @stats = nil      # Hash while a run is active, nil otherwise
+      @acting = 0       # task actions (Task#execute) running now, in any thread
+      @stats = nil      # Hash while a run is active and no action runs, nil otherwise
       @lookups = nil    # { application => lookup cache } while a run is active
       @enabled = true   # false once someone redefines a patched method after us
 
@@ -63,10 +67,20 @@ module Loadout
           end
         end
 
-        # A task executed: files and the task table may have changed.
-        def changed! #: () -> void
+        # An action starts: forget everything, and remember no stat until every action returns.
+        # (@lookups is non-nil exactly while a run is active.)
+        def action_started #: () -> void
           @lock.synchronize do
-            new_epoch if @stats
+            @acting += 1
+            new_epoch if @lookups
+          end
+        end
+
+        # An action returned (or raised): files and the task table may have changed.
+        def action_finished #: () -> void
+          @lock.synchronize do
+            @acting -= 1 if @acting.positive?
+            new_epoch if @lookups
           end
         end
 
@@ -175,10 +189,11 @@ module Loadout
 
         private
 
-        # Called under @lock: forget every stat and lookup.
+        # Called under @lock: forget every stat and lookup; stats are memoized again only when no
+        # action is running.
         def new_epoch
           @epoch += 1
-          @stats = {}
+          @stats = @acting.zero? ? {} : nil
           @lookups = {}.compare_by_identity
         end
       end

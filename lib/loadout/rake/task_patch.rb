@@ -5,8 +5,8 @@ module Loadout
     # Prepended to Rake::Task.
     #
     # - invoke: marks where a run starts and ends (the memo lives only inside a run).
-    # - execute: an action may write any file or change the task table, so every execute starts a
-    #   new memo epoch.
+    # - execute: an action may write any file or change the task table, so every execute starts
+    #   and ends a memo epoch, and no stat is memoized while it runs.
     # - invoke_prerequisites: skips re-invoking a prerequisite that already finished. Stock Rake
     #   calls it anyway; for a finished task that call only builds a TaskArguments, appends to the
     #   invocation chain (which cannot hold a finished task, so no circular-dependency error) and
@@ -58,9 +58,12 @@ module Loadout
       end
 
       def execute(args = nil)
-        super
-      ensure
-        Run.changed!
+        Run.action_started
+        begin
+          super
+        ensure
+          Run.action_finished
+        end
       end
 
       def invoke_prerequisites(task_args, invocation_chain)

@@ -13,7 +13,8 @@ module Loadout
 
       private
 
-      def compact_locked(old)
+      # +evict+: nil, or a callable (key, read, record bytes) -> true to leave the record out.
+      def compact_locked(old, evict = nil)
         remove_stale_temp_files
         tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
@@ -21,7 +22,7 @@ module Loadout
         out = BinaryFile.open(tmp, File::RDWR | File::CREAT | File::EXCL | File::APPEND)
         renamed = false
         begin
-          map, live, written = copy_live(old, out)
+          map, live, written = copy_live(old, out, evict)
           Format.fdatasync(out)
           File.rename(tmp, @path)
           renamed = true
@@ -41,12 +42,13 @@ module Loadout
       end
 
       # Returns [new map, live bytes, bytes written].
-      def copy_live(old, out)
-        buf = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::META, Format::FILE_HEADER_KEY, "")
+      def copy_live(old, out, evict)
+        kept = kept_records(old, evict)
+        buf = Format.file_header(Format::FILE_HEADER_SIZE + kept.sum { |_, packed| packed >> Format::OFFSET_BITS })
         written = 0
         live = 0
         map = {}
-        @index.each_pair do |key, packed|
+        kept.each do |key, packed|
           len = packed >> Format::OFFSET_BITS
           rec = old.pread(len, packed & Format::OFFSET_MASK)
           next unless Format.verify(rec, key) # a damaged record is dropped, never copied
@@ -61,6 +63,17 @@ module Loadout
         end
         written += write_all(out, buf)
         [map, live, written]
+      end
+
+      # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values).
+      def kept_records(old, evict)
+        return @index.map.to_a unless evict
+
+        read = lambda do |key|
+          packed = @index.lookup(key)
+          packed && old.read_value(key, packed)
+        end
+        @index.map.reject { |key, packed| evict.call(key, read, packed >> Format::OFFSET_BITS) }
       end
 
       def write_all(io, buf)

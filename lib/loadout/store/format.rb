@@ -25,15 +25,23 @@ module Loadout
       PUT = 0
       DELETE = 1
       META = 2
-      MAX_KEY = 1 << 20
-      MAX_VALUE = 1 << 30
-      OFFSET_BITS = 40 # index values pack (record length << 40) | offset
-      OFFSET_MASK = (1 << OFFSET_BITS) - 1
+      # Limits and the index value (packed = (record length << OFFSET_BITS) | offset), exactly as
+      # ext/loadout/store.h defines them: test/store/limits_test.rb checks the header, this file
+      # and Native::STORE_LIMITS against each other.
+      MAX_KEY = 1 << 20       # 1 MiB
+      MAX_VALUE = 64 << 20    # 64 MiB
+      LENGTH_BITS = 27        # records up to 128 MiB - 1
+      OFFSET_BITS = 37        # logs up to 128 GiB
+      MAX_LOG = 1 << OFFSET_BITS
+      OFFSET_MASK = MAX_LOG - 1
+      MAX_RECORD = HEADER + MAX_KEY + MAX_VALUE
       HINT_MAGIC = "LOHINT\x00\x01".b.freeze
       HINT_HEADER = 80
       HINT_FIELDS = "Q<Q<Q<VVQ<Q<Q<Q<Q<"
-      # Key of the meta record that opens every store file (and Journal segment).
+      # Key of the meta record that opens every store file; its value is the file's size right
+      # after its first write or the compaction that made it (u64; empty in older files).
       FILE_HEADER_KEY = "loadout.store".b.freeze
+      FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8
 
       module_function
 
@@ -72,22 +80,17 @@ module Loadout
           Native.store_fdatasync(io.fileno)
         end
       else
+        # The twins live in ruby_format.rb as ruby_* functions (tests call them on both backends).
         def crc32c(str, seed = 0)
           CRC32C.crc32c(str, seed)
         end
 
         def frame_into(buf, flags, key, value)
-          raise TypeError, "no implicit conversion of #{value.class} into String" unless value.is_a?(String)
-
-          check_lengths(key.bytesize, value.bytesize)
-          head = [MAGIC, FORMAT_VERSION, flags, key.bytesize, value.bytesize].pack("a2CCVV")
-          hcrc = CRC32C.crc32c(head)
-          body = CRC32C.crc32c(value, CRC32C.crc32c(key, hcrc))
-          buf << head << [hcrc, body].pack("VV") << key.b << value.b
+          ruby_frame_into(buf, flags, key, value)
         end
 
         def frame_id_into(buf, flags, id, value)
-          frame_into(buf, flags, [id].pack("Q>"), value)
+          ruby_frame_into(buf, flags, [id].pack("Q>"), value)
         end
 
         def parse(buf, base)
@@ -95,41 +98,15 @@ module Loadout
         end
 
         def verify(rec, key)
-          n = rec.bytesize
-          return nil if n < HEADER || header_state(rec, 0) != :ok
-          _, _, flags, klen, vlen, hcrc, bcrc = rec.unpack("a2CCVVVV")
-          return nil unless flags == PUT && klen == key.bytesize && HEADER + klen + vlen == n
-          return nil unless rec.byteslice(HEADER, klen) == key.b
-          return nil unless CRC32C.crc32c(rec.byteslice(HEADER, n - HEADER), hcrc) == bcrc
-
-          rec.byteslice(HEADER + klen, vlen)
+          ruby_verify(rec, key)
         end
 
         def hint_parse(buf)
-          n = buf.bytesize
-          return nil if n < HINT_HEADER + 4 || buf.byteslice(0, 8) != HINT_MAGIC
-          return nil unless CRC32C.crc32c(buf.byteslice(0, n - 4)) == buf.byteslice(n - 4, 4).unpack1("V")
-
-          dev, ino, covered, tail_crc, count, *stats = buf.byteslice(8, HINT_HEADER - 8).unpack(HINT_FIELDS)
-          index = {}
-          pos = HINT_HEADER
-          last = n - 4
-          count.times do
-            return nil if last - pos < 16
-
-            off, reclen, klen = buf.byteslice(pos, 16).unpack("Q<VV")
-            return nil if klen > last - pos - 16
-
-            index[buf.byteslice(pos + 16, klen).freeze] = (reclen << OFFSET_BITS) | off
-            pos += 16 + klen
-          end
-          return nil unless pos == last
-
-          [[dev, ino, covered, tail_crc, *stats], index]
+          ruby_hint_parse(buf)
         end
 
         def hint_table(buf)
-          fields, map = hint_parse(buf)
+          fields, map = ruby_hint_parse(buf)
           fields && [fields, RubyHintTable.new(map)]
         end
 
@@ -138,6 +115,27 @@ module Loadout
           io.fsync
           nil
         end
+      end
+
+      def file_header(baseline)
+        frame_into(String.new(encoding: Encoding::BINARY), META, FILE_HEADER_KEY, [baseline].pack("Q<"))
+      end
+
+      # The baseline in the file header at the start of +bytes+; 0 when there is none.
+      def header_baseline(bytes)
+        entries, = parse(bytes, 0)
+        return 0 unless entries[0] == META && entries[1] == FILE_HEADER_KEY && entries[3] == FILE_HEADER_SIZE
+
+        bytes.byteslice(FILE_HEADER_SIZE - 8, 8).unpack1("Q<")
+      end
+
+      # True when a record of +reclen+ bytes at +off+ is within the limits (so it packs losslessly).
+      def locatable?(off, reclen)
+        reclen >= HEADER && reclen <= MAX_RECORD && off <= MAX_LOG - reclen
+      end
+
+      def within_limits?(klen, vlen)
+        klen <= MAX_KEY && vlen <= MAX_VALUE
       end
 
       def check_lengths(klen, vlen)

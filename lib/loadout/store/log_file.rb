@@ -59,8 +59,8 @@ module Loadout
         data || "".b
       end
 
-      # The value of the PUT record for +key+ at +packed+ ((length << 40) | offset, as the index
-      # stores it), or nil when the record is short or fails its header, key or CRC check.
+      # The value of the PUT record for +key+ at +packed+ ((length << Format::OFFSET_BITS) |
+      # offset, as the index stores it), or nil when the record is short or fails its header, key or CRC check.
       # Read errors raise. Native: one pread into the String that is returned.
       def read_value(key, packed) #: (String, Integer) -> String?
         return @native.store_read_value(@fd, packed, key) if @native

@@ -13,8 +13,9 @@ module Loadout
         load_index if @file
         @writable = !@readonly && !@file.nil? && @file.writable? && !@foreign && !@newer
         check_contents
-      rescue SystemCallError, IOError => e
-        raise store_error(e) unless @fail_safe
+      rescue StandardError => e
+        raise store_error(e) if !@fail_safe && (e.is_a?(SystemCallError) || e.is_a?(IOError))
+        raise unless survivable?(e)
 
         @file&.close
         @file = nil

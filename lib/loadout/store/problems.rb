@@ -43,6 +43,11 @@ module Loadout
          "they are dropped at the next compaction; or delete the file to rebuild the cache"]
       end
 
+      def full
+        ["has reached the largest size a store can index (#{Format::MAX_LOG >> 30} GiB)",
+         "compact it (loadout compact) or delete it"]
+      end
+
       def readonly
         ["is open read-only", "open it without readonly: true to write"]
       end

@@ -3,9 +3,57 @@
 module Loadout
   class Store
     module Format # :nodoc:
-      # The pure-Ruby twins of the record checks in ext/loadout/store.c, used by Format when
-      # BACKEND is :ruby (header_state is also used by tests on both backends).
+      # The pure-Ruby twins of ext/loadout/store.c, used by Format when BACKEND is :ruby (tests
+      # load this file on both backends and compare each twin with the native function).
       module_function
+
+      # Twin of Native.store_frame_into.
+      def ruby_frame_into(buf, flags, key, value)
+        raise TypeError, "no implicit conversion of #{value.class} into String" unless value.is_a?(String)
+
+        check_lengths(key.bytesize, value.bytesize)
+        head = [MAGIC, FORMAT_VERSION, flags, key.bytesize, value.bytesize].pack("a2CCVV")
+        hcrc = CRC32C.crc32c(head)
+        body = CRC32C.crc32c(value, CRC32C.crc32c(key, hcrc))
+        buf << head << [hcrc, body].pack("VV") << key.b << value.b
+      end
+
+      # Twin of Native.store_verify.
+      def ruby_verify(rec, key)
+        n = rec.bytesize
+        return nil if n < HEADER || header_state(rec, 0) != :ok
+
+        _, _, flags, klen, vlen, hcrc, bcrc = rec.unpack("a2CCVVVV")
+        return nil unless flags == PUT && klen == key.bytesize && HEADER + klen + vlen == n
+        return nil unless rec.byteslice(HEADER, klen) == key.b
+        return nil unless CRC32C.crc32c(rec.byteslice(HEADER, n - HEADER), hcrc) == bcrc
+
+        rec.byteslice(HEADER + klen, vlen)
+      end
+
+      # Twin of Native.store_hint_parse: [fields, {key => packed}], or nil when damaged.
+      def ruby_hint_parse(buf)
+        n = buf.bytesize
+        return nil if n < HINT_HEADER + 4 || buf.byteslice(0, 8) != HINT_MAGIC
+        return nil unless CRC32C.crc32c(buf.byteslice(0, n - 4)) == buf.byteslice(n - 4, 4).unpack1("V")
+
+        dev, ino, covered, tail_crc, count, *stats = buf.byteslice(8, HINT_HEADER - 8).unpack(HINT_FIELDS)
+        index = {}
+        pos = HINT_HEADER
+        last = n - 4
+        count.times do
+          return nil if last - pos < 16
+
+          off, reclen, klen = buf.byteslice(pos, 16).unpack("Q<VV")
+          return nil if klen > last - pos - 16 || !locatable?(off, reclen)
+
+          index[buf.byteslice(pos + 16, klen).freeze] = (reclen << OFFSET_BITS) | off
+          pos += 16 + klen
+        end
+        return nil unless pos == last
+
+        [[dev, ino, covered, tail_crc, *stats], index]
+      end
 
       # :ok, :newer or :bad for the 20-byte header at pos (the Ruby twin of store.c header_ok).
       def header_state(buf, pos)
@@ -68,7 +116,7 @@ module Loadout
             end
             _, _, flags, klen, vlen, hcrc, bcrc = buf.byteslice(pos, HEADER).unpack("a2CCVVVV")
             total = HEADER + klen + vlen
-            break if total > n - pos
+            break if total > n - pos || @base + pos + total > MAX_LOG
 
             if CRC32C.crc32c(buf.byteslice(pos + HEADER, klen + vlen), hcrc) != bcrc
               bad_records += 1

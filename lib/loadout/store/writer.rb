@@ -10,8 +10,56 @@ module Loadout
     # Readers never take the lock.
     module Writer # :nodoc:
       AUTO_COMPACT_MIN_GARBAGE = 1 << 20 # and garbage above half the file
+      # With an evictor armed, a sweep (compaction that drops what the evictor says is dead) also
+      # runs once the log has grown by half since it was last compacted (or first written), and
+      # by SWEEP_MIN_GROWTH: the log stays within about 1.5x what a sweep leaves plus one batch
+      # of writes, and a sweep copies at most two bytes per byte appended since the last one.
+      SWEEP_MIN_GROWTH = 256 << 10
 
       private
+
+      def close_locked
+        return if @closed
+
+        begin
+          write_pending if @writable && @pid == Process.pid
+          write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid
+        rescue StandardError => e
+          raise unless survivable?(e)
+
+          degrade(*Problems.describe(e, @path))
+        ensure
+          @closed = true
+          @file&.close
+          Registry.remove(self)
+        end
+      end
+
+      # fail_safe survives every error but a ConfigError (one warning, then read-only or empty).
+      def survivable?(error)
+        @fail_safe && !error.is_a?(ConfigError)
+      end
+
+      def oversized(key, value)
+        Format.check_lengths(key.bytesize, value.bytesize) unless @fail_safe
+        Instrumentation.emit(:skipped, @path, cache: :store, reason: :too_large) if Instrumentation.enabled?
+        delete(key) if key.bytesize <= Format::MAX_KEY
+        nil
+      end
+
+      def write_hint
+        @hint_end = @end if Hint.write(@path, @file, @index, @end)
+      end
+
+      def writing?
+        return true if @writable && !@closed
+        return false if @fail_safe
+
+        raise StoreError.new(@path, "is closed", "open it again") if @closed
+        raise StoreError.new(@path, *Problems.foreign) if @foreign
+
+        raise StoreError.new(@path, *Problems.readonly)
+      end
 
       # Yields the locked LogFile, with the map caught up to its end.
       def with_write_lock
@@ -43,10 +91,12 @@ module Loadout
         at = @end
         shift = 0
         if at.zero?
-          head = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::META, Format::FILE_HEADER_KEY, "")
+          head = Format.file_header(Format::FILE_HEADER_SIZE + buf.bytesize)
           shift = head.bytesize
           buf = head << buf
         end
+        raise StoreError.new(@path, *Problems.full) if at + buf.bytesize > Format::MAX_LOG
+
         file.append(buf, at)
         i = 0
         while i < entries.length
@@ -58,10 +108,24 @@ module Loadout
 
       def maybe_auto_compact(file)
         garbage = @index.garbage_bytes + @index.corrupt_bytes
-        compact_locked(file) if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > @end
+        return compact_locked(file, @evictor) if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > @end
+        return unless @evictor
+
+        base = baseline(file)
+        compact_locked(file, @evictor) if @end - base > SWEEP_MIN_GROWTH && @end * 2 > base * 3
       end
 
-      # Runs a write; I/O errors raise StoreError, or with fail_safe turn the store read-only.
+      # The log size its file header recorded (at its first write, or by the compaction that
+      # made it); read once per file.
+      def baseline(file)
+        return @baseline[1] if @baseline && @baseline[0] == file.ino
+
+        @baseline = [file.ino, Format.header_baseline(file.pread(Format::FILE_HEADER_SIZE, 0))]
+        @baseline[1]
+      end
+
+      # Runs a write; I/O errors raise StoreError, or with fail_safe (any error but a ConfigError)
+      # turn the store read-only.
       def guarded_write
         yield
       rescue StoreError => e
@@ -69,8 +133,9 @@ module Loadout
 
         degrade(e.problem, e.fix)
         nil
-      rescue SystemCallError, IOError => e
-        raise store_error(e) unless @fail_safe
+      rescue StandardError => e
+        raise store_error(e) if !@fail_safe && (e.is_a?(SystemCallError) || e.is_a?(IOError))
+        raise unless survivable?(e)
 
         degrade(*Problems.describe(e, @path))
         nil

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+module Loadout
+  # Which store entries can never be served again, so compaction drops them instead of copying
+  # them forever (Store#compact(evict:), and the automatic sweep Store#evictor= arms). A dropped
+  # entry costs at most one miss, never a wrong answer: the rule only ever removes cache.
+  #
+  # - A compile cache entry (and its stat record) whose source file no longer exists: a hit
+  #   needs the file (a gem version `bundle update` replaced, a deleted app file). The key names
+  #   its source relative to a root; the roots are those the boots using that variant recorded
+  #   ("st/seen/<variant>") and this process's own, and an entry goes only when the file is
+  #   missing under every root that knows its tag.
+  # - Every entry of a variant no boot has used for UNUSED_DAYS (an old Ruby, other compile
+  #   options), and that variant's record. Boots record the variants they use at exit, at most
+  #   once a day each (CompileCache::Key#seen_records): a warm boot reads a record or two, writes
+  #   nothing more than once a day, never loads this file, and does none of it while files load.
+  # - A load path listing ("lp/ent/<dir>") whose directory no longer exists, and an index
+  #   ("lp/idx/...") whose $LOAD_PATH held files in a directory that no longer exists: that
+  #   $LOAD_PATH belongs to a bundle that is gone.
+  # Everything else (boot records, the recent-index list) is kept.
+  class Eviction
+    UNUSED_DAYS = 30
+
+    # +roots+: this process's compile cache roots (the app root first).
+    def initialize(roots:, now: Time.now)
+      require_relative "compile_cache/key"
+      @own = CompileCache::Key.new(roots)
+      @today = now.to_i / CompileCache::Key::DAY
+      @seen = {}  # variant => [day or nil, Key or nil]
+      @count = 0
+      @bytes = 0
+    end
+
+    # How many entries (and record bytes) this evictor dropped.
+    attr_reader :count, :bytes
+
+    # True when +key+ is dropped; +read+ returns another key's value (or nil), +len+ is the
+    # record's size (for the count).
+    #: (String, ^(String) -> String?, ?Integer) -> bool
+    def call(key, read, len = 0)
+      dead = dead?(key, read)
+      if dead
+        @count += 1
+        @bytes += len
+      end
+      dead
+    rescue StandardError
+      false # any doubt keeps the entry
+    end
+
+    private
+
+    def dead?(key, read)
+      if key.start_with?("cc/")
+        compile_entry_dead?(key, read)
+      elsif key.start_with?(CompileCache::Key::SEEN_PREFIX)
+        day, = seen(key.delete_prefix(CompileCache::Key::SEEN_PREFIX), read)
+        !day.nil? && aged?(day)
+      elsif key.start_with?("lp/ent/")
+        !File.directory?(key.delete_prefix("lp/ent/").force_encoding(Encoding::UTF_8))
+      elsif key.start_with?("lp/idx/")
+        index_dead?(read.call(key))
+      else
+        false
+      end
+    end
+
+    def compile_entry_dead?(key, read)
+      variant = key.split("/", key.start_with?("cc/s/") ? 5 : 4)[-2]
+      day, recorded = seen(variant, read)
+      return true if day && aged?(day)
+
+      paths = [recorded, @own].compact.filter_map { |k| k.source_path(key) }.uniq
+      !paths.empty? && paths.none? { |p| File.exist?(p) }
+    end
+
+    def aged?(day)
+      day < @today - UNUSED_DAYS
+    end
+
+    # [day, Key of the recorded roots] from "st/seen/<variant>", each nil when absent.
+    def seen(variant, read)
+      @seen[variant] ||= begin
+        day, roots = CompileCache::Key.parse_seen(read.call("#{CompileCache::Key::SEEN_PREFIX}#{variant}"))
+        [day, roots.nil? || roots.empty? ? nil : CompileCache::Key.new(roots)]
+      end
+    end
+
+    # An index stored by LoadPath::Snapshot: [FORMAT, fingerprint, metas, tables], metas
+    # [lpath, expanded, kind, table, local, dirs, mtimes, base, empty]. Dead when an entry that
+    # held files names a directory that is gone. Anything unexpected keeps it.
+    def index_dead?(raw)
+      return false unless raw
+
+      _, _, metas, = Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- written by LoadPath::Snapshot
+      return false unless metas.is_a?(Array)
+
+      metas.any? do |meta|
+        next false unless meta.is_a?(Array) && meta[1].is_a?(String) && meta[1].start_with?("/")
+        next false if meta[8] == true || !%i[stable volatile].include?(meta[2])
+
+        !File.directory?(meta[1])
+      end
+    end
+  end
+end
