@@ -17,7 +17,6 @@ write_noop_makefile("#{RUBY_ENGINE} is not CRuby") unless RUBY_ENGINE == "ruby"
 end
 have_func("fdatasync", "unistd.h")
 have_func("posix_fadvise", "fcntl.h")
-have_func("posix_spawn", "spawn.h") # QuietSpawn falls back to Process.spawn without it
 
 $CFLAGS << " -std=c99 -O2 -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter"
 $CFLAGS << " -Werror" if ENV["LOADOUT_PEDANTIC"] == "1"

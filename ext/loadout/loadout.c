@@ -14,7 +14,6 @@ Init_loadout_ext(void)
     lo_scan_native_init(lo_mNative);
     lo_store_native_init(lo_mNative);
     lo_digest_native_init(lo_mNative);
-    lo_quiet_spawn_native_init(lo_mNative);
     lo_lp_native_init(lo_mNative);
     lo_require_native_init(lo_mNative);
 }

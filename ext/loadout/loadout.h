@@ -27,6 +27,5 @@ extern VALUE lo_mNative;
 void lo_scan_native_init(VALUE mNative);
 void lo_store_native_init(VALUE mNative);
 void lo_digest_native_init(VALUE mNative);
-void lo_quiet_spawn_native_init(VALUE mNative);
 
 #endif

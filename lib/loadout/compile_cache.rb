@@ -16,7 +16,7 @@ module Loadout
     KINDS = %i[iseq yaml json].freeze
     FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored
     TRUST = [nil, :none, :stable, :all].freeze
-    MISS_COMPILE = %i[background exit].freeze
+    MISS_COMPILE = %i[capture exit].freeze
 
     autoload :Counters, "loadout/compile_cache/counters"
     autoload :Digest, "loadout/compile_cache/digest"
@@ -59,9 +59,9 @@ module Loadout
       # - +roots+: absolute dirs used to make keys relative (the application root first).
       # - +trust+: nil or :none checks every file; :stable skips the per-file stat for files
       #   under every root but the first; :all skips it everywhere (both: immutable images only).
-      # - +miss_compile+: :background compiles this boot's ISeq misses in a worker process
-      #   spawned at exit (a first boot costs what plain Ruby costs); :exit compiles them in the
-      #   exiting process.
+      # - +miss_compile+: :capture (default) stores the ISeqs Ruby compiled on this boot's misses
+      #   (see Capture); :exit compiles the misses again at exit (for callers that never run the
+      #   files they load, like precompile's workers).
       #: (store: untyped, ?iseq: bool, ?yaml: bool, ?json: bool, ?readonly: bool, ?trust: Symbol?, ?roots: Array[String], ?miss_compile: Symbol) -> void
       def install!(store:, iseq: true, yaml: true, json: true, readonly: false, trust: nil, roots: [],
                    miss_compile: default_miss_compile)
@@ -156,7 +156,7 @@ module Loadout
       private
 
       def default_miss_compile
-        Process.respond_to?(:fork) ? :background : :exit
+        :capture
       end
 
       def check_options(store, trust, roots, miss_compile, **kinds)

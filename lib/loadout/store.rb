@@ -86,9 +86,13 @@ module Loadout
       @writable && !@closed
     end
 
-    # The value stored under +key+ (a new binary String), or nil.
+    # The value stored under +key+ (a new binary String), or nil. A read from code that runs while
+    # this thread is inside the store (a file loaded during compaction, whose compile cache asks
+    # the store) answers nil, a miss, instead of a recursive-lock error.
     #: (String) -> String?
     def get(key)
+      return nil if @mutex.owned?
+
       key = binary(key)
       @mutex.synchronize do
         if @pending && !@pending.empty? && @pending.key?(key)

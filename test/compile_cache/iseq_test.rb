@@ -322,16 +322,79 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
-  test "misses are compiled by a background child after the boot" do
+  # The default: the boot stores the ISeqs Ruby compiled on its misses (a TracePoint on
+  # :script_compiled), so no file is ever compiled twice and no process is started.
+  test "capture: misses are stored from Ruby's own compile, and served as in plain Ruby" do
     with_app do |app, store|
-      cold = boot(app, store, miss_compile: :background)
+      plain = plain_boot(body_for(app))
+      counting = "$compiles = 0\nRubyVM::InstructionSequence.singleton_class.prepend(Module.new { " \
+                 "def compile_file(*a, **k) = ($compiles += 1; super) })\n"
+      cold = boot(app, store, counting + REQUIRES + "at_exit { $stderr.puts \"compile_file=\#{$compiles}\" }",
+                  miss_compile: :capture)
+      warm = boot(app, store, miss_compile: :capture)
+      assert_equal plain.stdout, cold.stdout
+      assert_equal plain.stdout, warm.stdout
+      assert_equal plain.stderr, warm.stderr
+      assert_includes cold.stderr, "compile_file=0", "nothing compiled a second time"
       assert_equal PROGRAM.size, cold.count(:iseq, :misses)
-      assert_equal 0, cold.count(:iseq, :compiles) # the worker counts its own
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
-      sleep 0.05 until cc_keys(store, "i").size == PROGRAM.size || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      warm = boot(app, store)
-      assert_same_output cold, warm
-      assert_equal CACHED, warm.count(:iseq, :hits)
+      # Everything Ruby compiled without a warning: main_literal too (its labels are Ruby's own);
+      # dup_key (a parse warning) and syntax_error stay Ruby's.
+      stored = PROGRAM.size - 2
+      assert_equal stored, cold.count(:iseq, :compiles)
+      assert_equal stored, cc_keys(store, "i").size
+      assert_equal stored, warm.count(:iseq, :hits)
+    end
+  end
+
+  test "capture: a file changed while Ruby compiled it is not stored" do
+    files = { "lib/a.rb" => "puts :a\n", "lib/b.rb" => "puts :b\n" }
+    with_app(files) do |app, store|
+      # The file changes between the miss (its stat) and the end of Ruby's compile.
+      code = <<~'RUBY'
+        Loadout::CompileCache::Capture.prepend(Module.new do
+          def compiled(tp)
+            File.write(tp.instruction_sequence.path, "puts :changed\n") if tp.instruction_sequence.path.end_with?("a.rb")
+            super
+          end
+        end)
+        load File.join(APP, "lib/a.rb")
+        load File.join(APP, "lib/b.rb")
+      RUBY
+      boot(app, store, code, miss_compile: :capture)
+      keys = cc_keys(store, "i")
+      assert_equal 1, keys.size, keys.inspect
+      assert keys.first.end_with?("lib/b.rb"), keys.inspect
+    end
+  end
+
+  test "capture: files compiled without -w are not served under -w; a warning keeps a file Ruby's" do
+    with_app do |app, store|
+      boot(app, store, miss_compile: :capture)
+      verbose = boot(app, store, ruby_opts: ["-w"], miss_compile: :capture)
+      plain = plain_boot(body_for(app), ruby_opts: ["-w"])
+      assert_equal plain.stdout, verbose.stdout
+      assert_equal plain.stderr.lines.grep(/#{Regexp.escape(app)}/), verbose.stderr.lines.grep(/#{Regexp.escape(app)}/)
+      assert_equal 0, verbose.count(:iseq, :hits), "captured without -w: unknown under -w"
+      # Captured again under -w: served under -w from then on, except what warns there.
+      again = boot(app, store, ruby_opts: ["-w"], miss_compile: :capture)
+      assert_operator again.count(:iseq, :hits), :>, 0
+      assert_equal plain.stderr.lines.grep(/#{Regexp.escape(app)}/), again.stderr.lines.grep(/#{Regexp.escape(app)}/)
+    end
+  end
+
+  test "capture: one process at a time stores what it captured (parallel cold boots do the work once)" do
+    files = { "lib/a.rb" => "puts :a\n" }
+    with_app(files) do |app, store|
+      FileUtils.mkdir_p(File.dirname(store))
+      holder = File.open("#{store}.capture", File::RDWR | File::CREAT, 0o600)
+      holder.flock(File::LOCK_EX) # another booting process holds the lease
+      refused = boot(app, store, "load File.join(APP, 'lib/a.rb')", miss_compile: :capture)
+      assert_equal 0, refused.count(:iseq, :compiles)
+      assert_empty cc_keys(store, "i")
+      holder.close
+      stored = boot(app, store, "load File.join(APP, 'lib/a.rb')", miss_compile: :capture)
+      assert_equal 1, stored.count(:iseq, :compiles)
+      assert_equal 1, cc_keys(store, "i").size
     end
   end
 

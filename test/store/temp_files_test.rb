@@ -82,35 +82,6 @@ class TempFilesTest < Minitest::Test
     end
   end
 
-  test "a job file for the background compiler is removed when writing it or spawning the worker fails" do
-    lib = File.expand_path("../../lib/loadout", __dir__)
-    body = lambda do |dir, mode|
-      <<~RUBY
-        store = Loadout::Store.open(path)
-        key = Loadout::CompileCache::Key.new([#{dir.dump}])
-        writer = Loadout::CompileCache::Writer.new(store, :background, Loadout::CompileCache::Counters.new, key)
-        Dir[File.join(#{lib.dump}, "**", "*.rb")].each { |f| writer.enqueue(f, "v", {}) }
-        # No worker ever starts here: one that did would delete the job file itself.
-        Loadout::QuietSpawn.define_singleton_method(:call) do |*|
-          puts "spawn: \#{Dir.children(#{dir.dump}).grep(/\\.jobs\\z/).size} job file"
-          raise Errno::ENOENT, "ruby"
-        end
-        #{mode}
-        writer.run
-      RUBY
-    end
-    with_files do |dir|
-      out = run_limited(dir, body.call(dir, "limit.call"))
-      refute_match(/^spawn:/, out) # the job file could not be written, so nothing was spawned
-      assert_equal %w[store], files_line(out)
-    end
-    with_files do |dir|
-      out = run_limited(dir, body.call(dir, ""))
-      assert_match(/^spawn: 1 job file$/, out)
-      assert_equal %w[store], files_line(out)
-    end
-  end
-
   test "a journal rotation that fails part-way leaves no new segment behind" do
     with_files do |dir|
       journal_dir = File.join(dir, "journal")

@@ -148,7 +148,9 @@ module Loadout
             return miss(ctx, :stale, path) if state == :stale
           end
           return skip(ctx, path, entry.payload.force_encoding(Encoding::UTF_8).to_sym) if entry.negative?
-          return skip(ctx, path, :compile_warnings) if $VERBOSE && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
+          # Compiled without -w (or warning under it): under -w Ruby compiles it, and a capture of
+          # that compile (no warning) replaces the entry.
+          return miss(ctx, :miss, path, :compile_warnings) if $VERBOSE && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
 
           binary = located_binary(entry, path, identity, record)
           return miss(ctx, :miss, path, :relocation) unless binary
@@ -226,7 +228,7 @@ module Loadout
 
         def miss(ctx, event, path, reason = nil)
           ctx.counters.event(:iseq, event, path, reason)
-          ctx.writer.enqueue(path, @variant, @options) unless ctx.readonly
+          ctx.writer.enqueue(path, @variant, @options) unless ctx.readonly || coverage_running?
           nil
         end
 

@@ -1,88 +1,77 @@
 # frozen_string_literal: true
 
-require "rbconfig"
-# Loaded with the writer, not at exit: a file required then would go through the ISeq handler
-# and count as one of the application's misses.
-require "loadout/quiet_spawn"
 require_relative "../binary_file"
+require_relative "capture"
 
 module Loadout
   module CompileCache
-    # Compiles this boot's ISeq misses after the program is done, so a first boot costs what a
-    # plain Ruby boot costs: on a miss, Ruby compiles the file itself (exactly as without
-    # loadout) and the path is queued here.
+    # What happens to this boot's ISeq misses (Ruby compiled those files itself, exactly as
+    # without loadout):
     #
-    # - :background (default): at exit, write the queue to a temp file and spawn a fresh Ruby
-    #   (CompileCache::Worker) that compiles it into its own handle on the same store. A fresh
-    #   process rather than a fork: a forked child shares the exiting parent's heap copy-on-write,
-    #   so the parent's teardown would pay a page copy for every page it touches; it would also
-    #   run the application's fork hooks. Started with posix_spawn (QuietSpawn), not a fork+exec,
-    #   which would copy the parent's page tables first. The worker's stdio is /dev/null, so
-    #   nothing waiting on the parent's pipes waits for it.
-    # - :exit: compile in the exiting process (also the fallback when the store has no path).
+    # - :capture (default): Capture stores the very ISeqs Ruby compiled (their binary), flushed
+    #   with the boot's other writes. Nothing is compiled twice, no process is started.
+    # - :exit: compile them again at exit in this process (ISeq.build: compile_file, labels
+    #   rewritten to Ruby's own), for callers that compile files they do not run.
     #
-    # The at_exit hook is registered on the first miss, so it runs before the hooks registered
-    # when loadout was set up (Ruby runs at_exit hooks last-in first-out), while the store is open.
-    #
-    # The queue holds paths grouped by variant (one group per compile-option set), not store
-    # keys: keys are built where the files are compiled, so a miss costs one Hash insert, and
-    # the job file is a few Arrays of Strings that Marshal writes in a couple of milliseconds
-    # (a { key => [path, options] } Hash for 6,000 files took 19 ms, paid by the exiting boot).
+    # loadout's own files (SelfCache) are compiled at exit when their self cache is missing or
+    # stale, once per loadout and Ruby version. The at_exit hook is registered on the first
+    # miss, so it runs before the hooks registered when loadout was set up (Ruby runs at_exit
+    # hooks last-in first-out), while the store is open.
     class Writer # :nodoc:
-      LIB = File.expand_path("../..", __dir__)
+      MODES = %i[capture exit].freeze
 
       attr_reader :mode
 
-      # +key+: the Key that names entries (its roots go to the worker).
+      # +key+: the Key that names entries.
       def initialize(store, mode, counters, key)
         @store = store
         @counters = counters
         @mode = mode
         @key = key
         @groups = {}
+        @capture = mode == :capture ? Capture.new(store, key, counters) : nil
         @self_job = nil
         @hooked = false
         @finished = nil
       end
 
       # Asks for loadout's own +files+ to be compiled with +options+ into the self cache file at
-      # +path+ (see SelfCache), along with this boot's misses.
+      # +path+ (see SelfCache), at exit.
       #: (String, Array[String], Hash[Symbol, untyped]) -> void
       def self_cache(path, files, options)
         @self_job = [path, files, options]
         hook_exit
       end
 
-      # Called after #run has written (or handed off) the queue; the ISeq handler uses it to
-      # leave its cold-store mode.
+      # Called after #run; the ISeq handler uses it to leave its cold-store mode.
       def on_finish(&block)
         @finished = block
       end
 
-      # Queues +path+ to be compiled with +options+ into the entry of +variant+.
-      #: (String, String, Hash[Symbol, untyped]) -> void
-      def enqueue(path, variant, options)
-        paths = (@groups[variant] ||= [options, {}])[1]
-        return if paths.key?(path)
+      # A miss of +path+, to be stored under +variant+ (+options+: the compile options in force;
+      # +identity+: the file's stat at the miss).
+      #: (String, String, Hash[Symbol, untyped], ?Array[Integer]?) -> void
+      def enqueue(path, variant, options, identity = nil)
+        if @capture
+          @capture.want(path, variant, identity || Digest.identity(path))
+        else
+          paths = (@groups[variant] ||= [options, {}])[1]
+          return if paths.key?(path)
 
-        paths[path] = true
+          paths[path] = true
+        end
         hook_exit
       end
 
-      # Compiles every queued job (in a worker process in :background mode).
+      # At exit: stops capturing, compiles what :exit mode queued and the self cache job.
       def run #: () -> void
-        return if @groups.empty? && @self_job.nil?
-
+        @capture&.stop
         groups = @groups.map { |variant, (options, paths)| [variant, options, paths.keys] }
         self_job = @self_job
         @groups = {}
         @self_job = nil
-        if @mode == :background && @store.respond_to?(:path) && @store.path
-          spawn_worker(groups, self_job)
-        else
-          compile_all(groups)
-          Writer.write_self_cache(*self_job) if self_job
-        end
+        compile_all(groups) unless groups.empty?
+        Writer.write_self_cache(*self_job) if self_job
         @finished&.call
       rescue StandardError => e
         CompileCache.internal_error(:iseq, nil, e)
@@ -124,24 +113,6 @@ module Loadout
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
         @counters.add(:iseq, :compiles, Writer.compile_into(@store, @key, groups))
         @counters.add(:iseq, :compile_ns, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)
-      end
-
-      # The job file sits beside the store: that directory is known to be writable. Once the
-      # worker runs, the file is its to delete; until then, any failure removes it here.
-      def spawn_worker(groups, self_job)
-        file = "#{@store.path}.compile-#{Process.pid}-#{rand(1 << 32).to_s(16)}.jobs"
-        BinaryFile.write_new(file, Marshal.dump([@store.path, @key.roots, groups, self_job]))
-        written = true
-        # LOADOUT_DISABLE: a RUBYOPT=-rloadout/setup must not set loadout up inside the worker.
-        pid = QuietSpawn.call({ "LOADOUT_DISABLE" => "1" },
-                              [RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",
-                               "Loadout::CompileCache::Worker.run(ARGV[0])", file])
-        written = false # handed off
-        Process.detach(pid)
-      rescue SystemCallError, IOError, NotImplementedError
-        nil # no process for it now: the misses stay misses until a later boot
-      ensure
-        BinaryFile.unlink_quietly(file) if written
       end
     end
   end

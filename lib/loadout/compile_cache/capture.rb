@@ -1,0 +1,182 @@
+# frozen_string_literal: true
+
+require_relative "entry"
+require_relative "iseq_binary"
+
+module Loadout
+  module CompileCache
+    # Stores the instruction sequences Ruby compiles on a miss, instead of compiling them again.
+    #
+    # On a miss the ISeq hook returns nil and Ruby compiles the file itself, exactly as without
+    # loadout. A TracePoint(:script_compiled), enabled from the first miss, receives that very
+    # ISeq (Ruby's own labels and paths, nothing to rewrite) right after the compile and before
+    # it runs; its binary (#to_binary, about a third of what compiling costs) goes to the store
+    # with the next flush. A cold boot therefore costs plain Ruby plus to_binary, and no process
+    # compiles anything a second time.
+    #
+    # - Exactness: the stored binary must be what the stored digest describes. The file's stat is
+    #   taken at the miss, before Ruby reads it; after the compile the file is digested and
+    #   stat'ed again, and nothing is stored unless both stats agree (size, mtime, ctime, inode).
+    #   A compile that printed a warning for the file is not stored (a cached ISeq would not
+    #   print it again); one made without -w is marked VERBOSE_WARNINGS (not served under -w,
+    #   where Ruby might warn). Under Coverage nothing is captured (Ruby's compile differs).
+    # - Once: several processes booting on one empty cache (parallel test workers) would each
+    #   store everything. The first to miss takes a lease (a non-blocking flock on
+    #   "<store>.capture") and keeps it until it exits; the others leave their misses to it.
+    #   A forked child does not inherit the right to store.
+    class Capture # :nodoc:
+      def initialize(store, key, counters)
+        @store = store
+        @key = key
+        @counters = counters
+        @pending = {} # path => [variant, identity at the miss]
+        @warned = {}
+        @tracepoint = nil
+        @lease = nil
+        @lease_pid = nil
+        @refused = false
+      end
+
+      # A miss of +path+ under +variant+; +identity+: its stat now (before Ruby reads it), or nil.
+      def want(path, variant, identity)
+        return unless identity && leased?
+
+        @pending[path] = [variant, identity]
+        start
+      end
+
+      # Stops capturing (at exit, before the store is flushed).
+      def stop
+        @tracepoint&.disable
+        @tracepoint = nil
+        @pending.clear
+        release
+      end
+
+      # Called by the WarningWatch while capturing: a warning Ruby printed for +path+.
+      def warned(message)
+        return if @pending.empty?
+
+        path = message[/\A(.+?):\d+: warning: /, 1]
+        @warned[path] = true if path && @pending.key?(path)
+      end
+
+      private
+
+      def start
+        return if @tracepoint
+
+        WarningWatch.attach(self)
+        @tracepoint = TracePoint.new(:script_compiled) { |tp| compiled(tp) }
+        @tracepoint.enable
+      end
+
+      def compiled(tp)
+        return if tp.eval_script # an eval, not a file
+
+        iseq = tp.instruction_sequence
+        path = iseq.path
+        variant, before = @pending.delete(path)
+        return unless variant
+
+        warned = @warned.delete(path)
+        return if warned || coverage_running?
+
+        capture_entry(path, variant, before, iseq)
+      rescue StandardError => e
+        CompileCache.internal_error(:iseq, path, e)
+      end
+
+      def capture_entry(path, variant, before, iseq)
+        source = File.binread(path)
+        after = Digest.identity(path)
+        return unless after == before # changed while Ruby compiled it: what it read is unknown
+
+        binary = iseq.to_binary
+        return if failed_parse?(iseq, binary)
+
+        flags = Entry::RAW
+        flags |= Entry::VERBOSE_WARNINGS unless $VERBOSE # compiled without -w: unknown under -w
+        paths = [iseq.path, iseq.absolute_path.to_s]
+        if paths.any? { |p| source.include?(p.b) } || ISeqBinary.mentioned_outside_objects?(binary, paths)
+          flags |= Entry::PINNED_PATH # a path the source spells out cannot be relocated
+        end
+        verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+        entry = Entry.dump(flags, before, verified, Digest.xxh64(source), binary,
+                           path: iseq.path, realpath: iseq.absolute_path.to_s)
+        @store.put(@key.for("i", variant, path), entry)
+        @counters.add(:iseq, :compiles, 1)
+      rescue SystemCallError, IOError
+        nil
+      end
+
+      # A file that does not parse still reaches :script_compiled (Ruby 3.1 compiles an empty body,
+      # then raises the parser's SyntaxError): its ISeq spans lines 0 to -1, which no parsed
+      # source does. Only tiny ISeqs are looked at (to_a is costly on real ones).
+      def failed_parse?(iseq, binary)
+        return false if binary.bytesize > 4096
+
+        location = iseq.to_a[4][:code_location]
+        !location.is_a?(Array) || location[2].to_i.negative?
+      end
+
+      def coverage_running?
+        return false unless defined?(::Coverage)
+
+        ::Coverage.respond_to?(:state) ? ::Coverage.state != :idle : ::Coverage.running?
+      end
+
+      # Whether this process may store captures (see the class comment).
+      def leased?
+        return @lease_pid == Process.pid if @lease
+        return false if @refused
+
+        path = @store.respond_to?(:path) && @store.path
+        return @refused = true unless path
+
+        file = File.open("#{path}.capture", File::RDWR | File::CREAT | File::BINARY, 0o600)
+        if file.flock(File::LOCK_EX | File::LOCK_NB)
+          @lease = file
+          @lease_pid = Process.pid
+          true
+        else
+          file.close
+          @refused = true
+          false
+        end
+      rescue SystemCallError, IOError
+        @refused = true
+        false
+      end
+
+      def release
+        return unless @lease && @lease_pid == Process.pid
+
+        @lease.close
+        @lease = nil
+      rescue IOError
+        nil
+      end
+    end
+
+    # Tells the capturing Capture about warnings Ruby prints (parse warnings come through
+    # Warning.warn with "path:line: warning: "), then lets them through unchanged.
+    module WarningWatch # :nodoc:
+      @capture = nil
+
+      def self.attach(capture)
+        @capture = capture
+        Warning.singleton_class.prepend(self) unless Warning.singleton_class.include?(self)
+      end
+
+      class << self
+        attr_reader :capture
+      end
+
+      def warn(message, *args, **kw)
+        WarningWatch.capture&.warned(message) if message.is_a?(String)
+        kw.empty? ? super(message, *args) : super
+      end
+    end
+  end
+end
