@@ -14,4 +14,5 @@ Init_loadout_ext(void)
     lo_store_native_init(lo_mNative);
     lo_digest_native_init(lo_mNative);
     lo_quiet_spawn_native_init(lo_mNative);
+    lo_trust_native_init(lo_mNative);
 }

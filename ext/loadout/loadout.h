@@ -28,5 +28,6 @@ void lo_scan_native_init(VALUE mNative);
 void lo_store_native_init(VALUE mNative);
 void lo_digest_native_init(VALUE mNative);
 void lo_quiet_spawn_native_init(VALUE mNative);
+void lo_trust_native_init(VALUE mNative);
 
 #endif

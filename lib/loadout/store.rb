@@ -2,6 +2,7 @@
 
 require "loadout/error"
 require "loadout/instrumentation"
+require "loadout/trust"
 require "loadout/store/format"
 require "loadout/store/log_file"
 require "loadout/store/index"
@@ -25,6 +26,9 @@ module Loadout
   # - Open reads the hint file (PATH.hint) and scans only what was appended after it.
   # - fail_safe: true never raises for environment problems: one warning, then read-only or empty.
   # - defer_writes: true queues puts/deletes in memory until #flush, #close or process exit.
+  # - The store, hint and temp files follow the trust rule (Loadout::Trust): a store file that
+  #   fails it (another owner, writable by others, a symlink, a FIFO...) is neither read nor
+  #   written; trust_shared_cache: true accepts group-writable files.
   class Store
     include Opener
     include Writer
@@ -34,12 +38,13 @@ module Loadout
     private_constant :DELETED, :Opener, :Writer, :Compaction
 
     # Opens (creating when writable) the store at +path+; with a block, yields it and closes it.
-    #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool) ?{ (Store) -> untyped } -> Store
-    def self.open(path, readonly: false, fail_safe: false, defer_writes: false)
-      { readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes }.each do |name, value|
+    #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool, ?trust_shared_cache: bool) ?{ (Store) -> untyped } -> Store
+    def self.open(path, readonly: false, fail_safe: false, defer_writes: false, trust_shared_cache: false)
+      { readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes,
+        trust_shared_cache: trust_shared_cache }.each do |name, value|
         raise ConfigError.new(name, value, "true or false") unless value == true || value == false
       end
-      store = new(path, readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes)
+      store = new(path, readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes, shared: trust_shared_cache)
       return store unless block_given?
 
       begin
@@ -49,9 +54,11 @@ module Loadout
       end
     end
 
-    def initialize(path, readonly:, fail_safe:, defer_writes:)
+    def initialize(path, readonly:, fail_safe:, defer_writes:, shared: false)
       @path = path.respond_to?(:to_path) ? path.to_path : String(path)
       @readonly = readonly
+      @shared = shared
+      @refused = false
       @fail_safe = fail_safe
       @pending = defer_writes ? {} : nil
       @pid = Process.pid
@@ -69,6 +76,12 @@ module Loadout
     end
 
     attr_reader :path
+
+    # True when the store file (or its hint) failed the trust rule: nothing was read from it and
+    # nothing will be written.
+    def refused?
+      @refused
+    end
 
     # True when puts reach the file (false when read-only, degraded or closed).
     def writable?
@@ -240,14 +253,14 @@ module Loadout
       return if @closed
 
       write_pending if @writable && @pid == Process.pid
-      write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid
+      write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid && !@refused
       @closed = true
       @file&.close
       Registry.remove(self)
     end
 
     def write_hint
-      @hint_end = @end if Hint.write(@path, @file, @index, @end)
+      @hint_end = @end if Hint.write(@path, @file, @index, @end, @shared)
     end
 
     def writing?

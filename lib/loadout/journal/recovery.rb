@@ -1,17 +1,21 @@
 # frozen_string_literal: true
 
-require "fileutils"
+require "loadout/trust"
 
 module Loadout
   class Journal
-    # Opening: take the directory's LOCK, read every segment for the id high-water mark, cut a
-    # torn tail off the last segment and open it for appending.
+    # Opening: check the directory against the trust rule, take its LOCK, read every segment for
+    # the id high-water mark, cut a torn tail off the last segment and open it for appending.
     module Recovery # :nodoc:
       private
 
+      # The journal replays its payloads into the app, so its directory follows the cache's trust
+      # rule (Loadout::Trust): the directory and its parents (up to the first sticky world-writable
+      # one, like /tmp) owned by this user or root and writable by no one else; every file opened
+      # without following symlinks and checked as opened.
       def open_dir
-        FileUtils.mkdir_p(@dir)
-        @lock_io = File.new(File.join(@dir, "LOCK"), File::RDWR | File::CREAT | File::BINARY, 0o644)
+        check_dir
+        @lock_io = open_checked(File.join(@dir, "LOCK"), File::RDWR | File::CREAT)
         unless @lock_io.flock(File::LOCK_EX | File::LOCK_NB)
           @lock_io.close
           raise JournalLockedError.new(@dir, "is open in another process (or another Journal object)",
@@ -39,7 +43,7 @@ module Loadout
         @reserved = max_id
         @buffer = Buffer.new(max_id + 1, max_id, BUFFER)
         path = Segments.path(@dir, @segment_no)
-        @io = File.new(path, File::WRONLY | File::CREAT | File::APPEND | File::BINARY, 0o644)
+        @io = open_checked(path, File::WRONLY | File::CREAT | File::APPEND)
         @io.truncate(good_end) if good_end < size # a writer died mid-record; only we write here
         @segment_base = 0
         @written_total = good_end
@@ -49,6 +53,29 @@ module Loadout
         @buffer.frame(Store::Format::META, Segments::IDS_KEY, [@reserved].pack("Q>"))
         drain
         sync_now unless @sync == :none || @sync == :flush
+      end
+
+      def check_dir
+        dir = File.expand_path(@dir)
+        report = Trust.walk(dir, nil, false)
+        if report && %i[missing not_directory].include?(report[0])
+          Trust.make_dirs(dir, false) # raises what is in the way, if anything
+          report = Trust.walk(dir, nil, false)
+        end
+        refuse(report) if report
+      end
+
+      # Opens a file of the journal (O_NOFOLLOW|O_NONBLOCK, 0600) and checks it as opened.
+      def open_checked(path, flags)
+        Trust.open_file(path, flags, false).first
+      rescue Trust::Refused => e
+        refuse(e.report)
+      end
+
+      # (Trust::Words.fix is asked as for a shared cache: a journal has no shared-group option.)
+      def refuse(report)
+        raise JournalError.new(@dir, Trust::Words.problem(report),
+                               "#{Trust::Words.fix(report, true)} (the journal replays what it holds into this program)")
       end
     end
   end

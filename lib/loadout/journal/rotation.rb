@@ -20,6 +20,8 @@ module Loadout
           end
         end
         live.sort_by { |id, _| id }
+      rescue Trust::Refused => e
+        refuse(e.report)
       end
 
       def rotate_locked
@@ -28,7 +30,7 @@ module Loadout
         path = Segments.path(@dir, number)
         buf = Segments.ids_record(String.new(encoding: Encoding::BINARY), [@reserved, @buffer.next_id - 1].max)
         entries.each { |id, payload| Store::Format.frame_id_into(buf, Store::Format::PUT, id, payload) }
-        io = File.new(path, File::WRONLY | File::CREAT | File::TRUNC | File::APPEND | File::BINARY, 0o644)
+        io = open_checked(path, File::WRONLY | File::CREAT | File::TRUNC | File::APPEND)
         begin
           written = 0
           written += io.syswrite(buf.byteslice(written, buf.bytesize - written)) while written < buf.bytesize

@@ -8,15 +8,16 @@ module Loadout
     # see the inode change after taking the lock and reopen before appending (Writer#with_write_lock).
     module Compaction # :nodoc:
       CHUNK = 8 << 20
+      STALE_JOB_SECONDS = 3600 # a compile worker reads its job file first thing; older ones are orphans
 
       private
 
       def compact_locked(old)
         remove_stale_temp_files
-        tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
+        tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
-        # another process compacts again right away.
-        out = File.new(tmp, File::RDWR | File::CREAT | File::EXCL | File::APPEND | File::BINARY, 0o644)
+        # another process compacts again right away. Created exclusively, never through a symlink.
+        out = Trust.create_file(tmp, File::RDWR | File::APPEND, @shared)
         begin
           map, live, written = copy_live(old, out)
           Format.fdatasync(out)
@@ -31,7 +32,7 @@ module Loadout
         old.close # releases the old lock; waiting writers find the new inode
         @index = Index.new(map, [live, 0, 0, 0, 0])
         @end = written
-        @hint_end = @end if Hint.write(@path, @file, @index, @end)
+        @hint_end = @end if Hint.write(@path, @file, @index, @end, @shared)
       end
 
       # Returns [new map, live bytes, bytes written].
@@ -69,8 +70,9 @@ module Loadout
         nil # some file systems refuse fsync on a directory; the rename itself is already atomic
       end
 
-      # Temp files left by a compaction or hint write that died (we hold the lock, so no
-      # compaction is running; hint temps older than a minute are abandoned).
+      # Temp files left by a compaction, hint or self cache write that died (we hold the lock, so
+      # no compaction is running; other temps older than a minute are abandoned), and job files
+      # no compile worker picked up.
       def remove_stale_temp_files
         dir = File.dirname(@path)
         base = File.basename(@path)
@@ -78,8 +80,10 @@ module Loadout
           full = File.join(dir, name)
           if name.start_with?("#{base}.compact.")
             unlink_quietly(full)
-          elsif name.start_with?("#{base}.hint.tmp.")
+          elsif name.start_with?("#{base}.hint.tmp.") || (name.start_with?("#{base}.self-") && name.include?(".tmp."))
             unlink_quietly(full) if (File.mtime(full) < Time.now - 60 rescue false)
+          elsif name.start_with?("#{base}.compile-") && name.end_with?(".jobs")
+            unlink_quietly(full) if (File.mtime(full) < Time.now - STALE_JOB_SECONDS rescue false)
           end
         end
       rescue SystemCallError

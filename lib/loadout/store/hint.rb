@@ -20,8 +20,9 @@ module Loadout
       end
 
       # [Index, covered_end] from a hint that matches +file+, or nil.
-      def load(path, file)
-        data = File.binread(path_for(path))
+      # A hint that fails the trust rule raises Trust::Refused: the store refuses the whole cache.
+      def load(path, file, shared)
+        data = Trust.read(path_for(path), shared) or return nil
         fields, table = Format.hint_table(data)
         return nil unless fields
 
@@ -36,21 +37,10 @@ module Loadout
 
       # Writes the hint for +index+, which covers file bytes [0, covered). Returns true on success;
       # a failure only costs the next open a scan.
-      def write(path, file, index, covered)
-        buf = build(file, index, covered)
-        target = path_for(path)
-        tmp = "#{target}.tmp.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
-        File.open(tmp, File::WRONLY | File::CREAT | File::EXCL | File::BINARY, 0o644) do |f|
-          f.write(buf)
-        end
-        File.rename(tmp, target)
-        true
+      # (The temp file is created exclusively under a random name: see Trust.write_atomically.)
+      def write(path, file, index, covered, shared)
+        Trust.write_atomically(path_for(path), build(file, index, covered), shared)
       rescue SystemCallError, IOError
-        begin
-          File.unlink(tmp) if tmp
-        rescue SystemCallError
-          nil
-        end
         false
       end
 

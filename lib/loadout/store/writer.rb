@@ -64,6 +64,9 @@ module Loadout
       # Runs a write; I/O errors raise StoreError, or with fail_safe turn the store read-only.
       def guarded_write
         yield
+      rescue Trust::Refused => e # a hint or store file swapped for one that fails the rule
+        refuse(e.report)
+        nil
       rescue StoreError => e
         raise unless @fail_safe
 
@@ -134,7 +137,11 @@ module Loadout
       # A new descriptor for +path+; if it is another file (compacted), a new map too.
       def reopen
         old = @file
-        @file = LogFile.open(@path, true)
+        begin
+          @file = LogFile.open(@path, true, @shared)
+        rescue Trust::Refused => e
+          raise StoreError.new(@path, Trust::Words.problem(e.report), Trust::Words.fix(e.report, @shared))
+        end
         old&.close
         reload if old.nil? || old.ino != @file.ino || old.dev != @file.dev
       end
