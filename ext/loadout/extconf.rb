@@ -17,7 +17,10 @@ write_noop_makefile("#{RUBY_ENGINE} is not CRuby") unless RUBY_ENGINE == "ruby"
 end
 have_func("fdatasync", "unistd.h")
 have_func("posix_fadvise", "fcntl.h")
-have_func("posix_spawn", "spawn.h") # QuietSpawn falls back to Process.spawn without it
+# QuietSpawn falls back to Process.spawn without posix_spawn and its chdir file action.
+have_func("posix_spawn", "spawn.h")
+have_func("posix_spawn_file_actions_addchdir_np", "spawn.h")
+have_func("posix_spawn_file_actions_addclosefrom_np", "spawn.h")
 
 $CFLAGS << " -std=c99 -O2 -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter"
 $CFLAGS << " -Werror" if ENV["LOADOUT_PEDANTIC"] == "1"

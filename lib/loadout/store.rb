@@ -77,6 +77,11 @@ module Loadout
 
     attr_reader :path
 
+    # Whether group-writable store files are accepted (and new ones are made 0640).
+    def trust_shared_cache?
+      @shared
+    end
+
     # True when the store file (or its hint) failed the trust rule: nothing was read from it and
     # nothing will be written.
     def refused?

@@ -100,11 +100,11 @@ module Loadout
         raise Refused, [:symlink, path, 0, 0, 0, e.errno]
       end
 
-      # Creates a new file named "#{prefix}.#{pid}.#{random}" exclusively (O_EXCL|O_NOFOLLOW, so
-      # nothing planted under that name is ever written through) and yields it. Returns its path.
-      #: (String, bool) { (File) -> void } -> String
-      def create_exclusive(prefix, shared)
-        path = "#{prefix}.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
+      # Creates a new file named "#{prefix}#{pid}.#{random}#{suffix}" exclusively (O_EXCL|O_NOFOLLOW,
+      # so nothing planted under that name is ever written through) and yields it. Returns its path.
+      #: (String, bool, ?suffix: String) { (File) -> void } -> String
+      def create_exclusive(prefix, shared, suffix: "")
+        path = "#{prefix}#{Process.pid}.#{Random.urandom(8).unpack1("H*")}#{suffix}"
         io = create_file(path, File::WRONLY, shared)
         begin
           yield io
@@ -130,7 +130,7 @@ module Loadout
       # when it did; a failure leaves the old file (or none) and no temp file.
       #: (String, String, bool) -> bool
       def write_atomically(path, data, shared)
-        tmp = create_exclusive("#{path}.tmp", shared) { |io| io.write(data) }
+        tmp = create_exclusive("#{path}.tmp.", shared) { |io| io.write(data) }
         File.rename(tmp, path)
         true
       rescue SystemCallError, IOError

@@ -4,6 +4,8 @@ require "rbconfig"
 # Loaded with the writer, not at exit: a file required then would go through the ISeq handler
 # and count as one of the application's misses.
 require "loadout/quiet_spawn"
+require "loadout/trust"
+require "loadout/compile_cache/job_file"
 
 module Loadout
   module CompileCache
@@ -16,8 +18,9 @@ module Loadout
     #   process rather than a fork: a forked child shares the exiting parent's heap copy-on-write,
     #   so the parent's teardown would pay a page copy for every page it touches; it would also
     #   run the application's fork hooks. Started with posix_spawn (QuietSpawn), not a fork+exec,
-    #   which would copy the parent's page tables first. The worker's stdio is /dev/null, so
-    #   nothing waiting on the parent's pipes waits for it.
+    #   which would copy the parent's page tables first. The worker holds nothing of the app's
+    #   (QuietSpawn: stdio on /dev/null, no other descriptor, its own environment, cwd "/"), so
+    #   nothing waiting on the parent's pipes waits for it, and has a time budget (Worker).
     # - :exit: compile in the exiting process (also the fallback when the store has no path).
     #
     # The at_exit hook is registered on the first miss, so it runs before the hooks registered
@@ -25,8 +28,7 @@ module Loadout
     #
     # The queue holds paths grouped by variant (one group per compile-option set), not store
     # keys: keys are built where the files are compiled, so a miss costs one Hash insert, and
-    # the job file is a few Arrays of Strings that Marshal writes in a couple of milliseconds
-    # (a { key => [path, options] } Hash for 6,000 files took 19 ms, paid by the exiting boot).
+    # the job file (JobFile: plain lines, parsed strictly) is one line per path.
     class Writer # :nodoc:
       LIB = File.expand_path("../..", __dir__)
 
@@ -80,7 +82,7 @@ module Loadout
           spawn_worker(groups, self_job)
         else
           compile_all(groups)
-          Writer.write_self_cache(*self_job) if self_job
+          Writer.write_self_cache(*self_job, @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?) if self_job
         end
         @finished&.call
       rescue StandardError => e
@@ -88,28 +90,29 @@ module Loadout
       end
 
       # Compiles +groups+ ([[variant, options, [path, ...]], ...]) into +store+ under the keys
-      # +key+ (a Key) gives them; returns how many were stored.
-      #: (untyped, Key, Array[[String, Hash[Symbol, untyped], Array[String]]]) -> Integer
-      def self.compile_into(store, key, groups)
-        groups.sum do |variant, options, paths|
-          paths.count do |path|
-            value = ISeq.build(path, options)
-            store.put(key.for("i", variant, path), value) if value
-            value
+      # +key+ (a Key) gives them; returns how many were stored. With a +deadline+ (a monotonic
+      # clock value), stops starting files after it.
+      #: (untyped, Key, Array[[String, Hash[Symbol, untyped], Array[String]]], ?Float?) -> Integer
+      def self.compile_into(store, key, groups, deadline = nil)
+        stored = 0
+        groups.each do |variant, options, paths|
+          paths.each do |path|
+            return stored if deadline && Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+            value = ISeq.build(path, options) or next
+            store.put(key.for("i", variant, path), value)
+            stored += 1
           end
         end
+        stored
       end
 
       # Writes the self cache file +path+ for loadout's +files+ (atomically: a reader sees the old
       # file or the new one). Unreadable files are left out.
       #: (String, Array[String], Hash[Symbol, untyped]) -> void
-      def self.write_self_cache(path, files, options)
+      def self.write_self_cache(path, files, options, shared = false)
         entries = files.filter_map { |file| (entry = ISeq.build(file, options)) && [file, entry] }
-        tmp = "#{path}.tmp-#{Process.pid}"
-        File.binwrite(tmp, SelfCache.dump(entries))
-        File.rename(tmp, path)
-      rescue SystemCallError, IOError
-        File.delete(tmp) if tmp && File.exist?(tmp)
+        Trust.write_atomically(path, SelfCache.dump(entries), shared)
       end
 
       private
@@ -127,17 +130,20 @@ module Loadout
         @counters.add(:iseq, :compile_ns, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)
       end
 
-      # The job file sits beside the store: that directory is known to be writable.
+      # The job file sits beside the store (a directory that passed the trust rule), created
+      # exclusively under a random name. The worker runs without RUBYOPT and RubyGems (it needs
+      # neither), with LOADOUT_DISABLE so nothing could set loadout up inside it, on this
+      # process's backend.
       def spawn_worker(groups, self_job)
-        file = "#{@store.path}.compile-#{Process.pid}-#{rand(1 << 32).to_s(16)}.jobs"
-        File.binwrite(file, Marshal.dump([@store.path, @key.roots, groups, self_job]))
-        # LOADOUT_DISABLE: a RUBYOPT=-rloadout/setup must not set loadout up inside the worker.
-        pid = QuietSpawn.call({ "LOADOUT_DISABLE" => "1" },
-                              [RbConfig.ruby, "-I", LIB, "-r", "loadout/compile_cache/worker", "-e",
-                               "Loadout::CompileCache::Worker.run(ARGV[0])", file])
+        shared = @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?
+        job = JobFile.dump(@store.path, shared, @key.roots, groups, self_job) or return
+        file = Trust.create_exclusive("#{@store.path}.compile-", shared, suffix: ".jobs") { |io| io.write(job) }
+        env = QuietSpawn.environment("LOADOUT_DISABLE" => "1", "LOADOUT_PURE" => BACKEND == :native ? "0" : "1")
+        pid = QuietSpawn.call(env, [RbConfig.ruby, "--disable=gems,rubyopt", "-I", LIB, "-r", "loadout/compile_cache/worker",
+                                    "-e", "Loadout::CompileCache::Worker.run(ARGV[0])", file])
         Process.detach(pid)
-      rescue SystemCallError, NotImplementedError
-        File.delete(file) if file && File.exist?(file)
+      rescue SystemCallError, IOError, NotImplementedError
+        Trust.unlink_quietly(file) if file
         nil # no process for it now: the misses stay misses until a later boot
       end
     end

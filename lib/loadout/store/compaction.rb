@@ -8,7 +8,6 @@ module Loadout
     # see the inode change after taking the lock and reopen before appending (Writer#with_write_lock).
     module Compaction # :nodoc:
       CHUNK = 8 << 20
-      STALE_JOB_SECONDS = 3600 # a compile worker reads its job file first thing; older ones are orphans
 
       private
 
@@ -71,8 +70,7 @@ module Loadout
       end
 
       # Temp files left by a compaction, hint or self cache write that died (we hold the lock, so
-      # no compaction is running; other temps older than a minute are abandoned), and job files
-      # no compile worker picked up.
+      # no compaction is running; other temps older than a minute are abandoned).
       def remove_stale_temp_files
         dir = File.dirname(@path)
         base = File.basename(@path)
@@ -82,8 +80,6 @@ module Loadout
             unlink_quietly(full)
           elsif name.start_with?("#{base}.hint.tmp.") || (name.start_with?("#{base}.self-") && name.include?(".tmp."))
             unlink_quietly(full) if (File.mtime(full) < Time.now - 60 rescue false)
-          elsif name.start_with?("#{base}.compile-") && name.end_with?(".jobs")
-            unlink_quietly(full) if (File.mtime(full) < Time.now - STALE_JOB_SECONDS rescue false)
           end
         end
       rescue SystemCallError
