@@ -5,9 +5,11 @@ require "tmpdir"
 require "loadout/quiet_spawn"
 require "open3"
 require "rbconfig"
+require "socket"
 
 # QuietSpawn starts the compile cache's background worker. Its native version (posix_spawn) and
-# its twin (Process.spawn) must hand the child the same argv, environment, stdio and signals.
+# its twin (Process.spawn) must hand the child the same argv, environment, stdio and signals, and
+# nothing else of the caller's: no other descriptor, no other variable, not its working directory.
 class QuietSpawnTest < Minitest::Test
   # What a child started by +backend+ sees: its argv, two environment variables, where its
   # stdio points, and its ignored/blocked signal masks.
@@ -36,7 +38,7 @@ class QuietSpawnTest < Minitest::Test
     Loadout::QuietSpawn.instance_variable_set(:@native, NATIVE)
   end
 
-  test "argv verbatim (no shell), env added and replaced, stdio on /dev/null; native and twin agree" do
+  test "argv verbatim (no shell), exactly the env given, stdio on /dev/null; native and twin agree" do
     Dir.mktmpdir("loadout-spawn") do |dir|
       old = trap("USR2", "IGNORE")
       ENV["QS_REPLACED"] = "old"
@@ -58,6 +60,63 @@ class QuietSpawnTest < Minitest::Test
       ENV.delete("QS_REPLACED")
       trap("USR2", old || "DEFAULT")
     end
+  end
+
+  test "the child holds nothing else of the caller's: no descriptor, no variable, not its working directory" do
+    Dir.mktmpdir("loadout-spawn") do |dir|
+      r, w = IO.pipe
+      w.close_on_exec = false
+      server = TCPServer.new("127.0.0.1", 0)
+      server.close_on_exec = false
+      ENV["QS_CALLER_ONLY"] = "1"
+      BACKENDS.each do |backend|
+        out = File.join(dir, "#{backend}.out")
+        script = "{ for fd in #{w.fileno} #{server.fileno}; do [ -e /proc/$$/fd/$fd ] && echo \"held $fd\"; done; " \
+                 "echo \"cwd=$(readlink /proc/$$/cwd) caller=${QS_CALLER_ONLY:-unset}\"; } > #{out}; exec sleep 30"
+        pid = with_backend(backend) { Loadout::QuietSpawn.call({ "QS_GIVEN" => "1" }, ["/bin/sh", "-c", script]) }
+        begin
+          sleep 0.02 until File.exist?(out) && File.read(out).include?("cwd=")
+          assert_equal "cwd=/ caller=unset\n", File.read(out), "#{backend}: no descriptor held, cwd /, own env"
+        ensure
+          Process.kill(:KILL, pid)
+          Process.wait(pid)
+        end
+      end
+    ensure
+      ENV.delete("QS_CALLER_ONLY")
+      [r, w, server].each { |io| io&.close }
+    end
+  end
+
+  test "a pipe the caller left without close-on-exec reaches EOF while the child still runs" do
+    BACKENDS.each do |backend|
+      r, w = IO.pipe
+      w.close_on_exec = false
+      pid = with_backend(backend) { Loadout::QuietSpawn.call({}, ["/bin/sleep", "30"]) }
+      begin
+        w.close
+        assert IO.select([r], nil, nil, 20), "#{backend}: no EOF, the child holds the pipe"
+        assert_equal "", r.read
+        assert_nil Process.wait(pid, Process::WNOHANG), "the child is still running"
+      ensure
+        Process.kill(:KILL, pid)
+        Process.wait(pid)
+        r.close
+      end
+    end
+  end
+
+  test "the environment helpers keep only what running Ruby needs" do
+    saved = ENV.to_h.slice("RUBYOPT", "LC_ALL")
+    ENV["RUBYOPT"] = "-rsomething"
+    ENV["LC_ALL"] = "C.UTF-8"
+    env = Loadout::QuietSpawn.environment("LOADOUT_DISABLE" => "1")
+    refute env.key?("RUBYOPT")
+    assert_equal "C.UTF-8", env["LC_ALL"]
+    assert_equal "1", env["LOADOUT_DISABLE"]
+    assert_equal ENV["PATH"], env["PATH"]
+  ensure
+    %w[RUBYOPT LC_ALL].each { |name| ENV[name] = saved[name] }
   end
 
   test "the native start does not copy the caller (a vfork-style clone, not a fork)" do

@@ -19,8 +19,8 @@
  * user alone (umask 002 systems make every directory so). Looked up only for a group-writable
  * file, so a warm boot never reads the user and group databases.
  */
-static int
-private_group(gid_t gid)
+int
+lo_trust_private_group(gid_t gid)
 {
     long size = sysconf(_SC_GETPW_R_SIZE_MAX);
     long gsize = sysconf(_SC_GETGR_R_SIZE_MAX);
@@ -42,8 +42,16 @@ private_group(gid_t gid)
     return ok;
 }
 
+static int check_as(const struct stat *st, int want_dir, int flags, uid_t euid, lo_trust_report *report);
+
 int
 lo_trust_check(const struct stat *st, int want_dir, int flags, lo_trust_report *report)
+{
+    return check_as(st, want_dir, flags, geteuid(), report);
+}
+
+static int
+check_as(const struct stat *st, int want_dir, int flags, uid_t euid, lo_trust_report *report)
 {
     report->uid = st->st_uid;
     report->gid = st->st_gid;
@@ -54,11 +62,11 @@ lo_trust_check(const struct stat *st, int want_dir, int flags, lo_trust_report *
         problem = want_dir ? LO_TRUST_NOT_DIRECTORY : LO_TRUST_NOT_REGULAR;
     else if (flags & LO_TRUST_ANY_OWNER)
         problem = LO_TRUST_OK;
-    else if (st->st_uid != geteuid() && st->st_uid != 0)
+    else if (st->st_uid != euid && st->st_uid != 0)
         problem = LO_TRUST_OWNER;
     else if (st->st_mode & S_IWOTH)
         problem = LO_TRUST_OTHER_WRITABLE;
-    else if ((st->st_mode & S_IWGRP) && !(flags & LO_TRUST_SHARED) && !private_group(st->st_gid))
+    else if ((st->st_mode & S_IWGRP) && !(flags & LO_TRUST_SHARED) && !lo_trust_private_group(st->st_gid))
         problem = LO_TRUST_GROUP_WRITABLE;
     report->problem = problem;
     return problem;
@@ -127,12 +135,13 @@ walk_once(const char *dir, const char *root, int flags, int *symlinked, char *ba
     strcpy(cur, dir);
     int under_root = root && inside(dir, root);
     int first = 1;
+    uid_t euid = geteuid();
     for (;;) {
         struct stat st;
         if (lstat(cur, &st) != 0) return set_bad(bad, badlen, cur, errno_problem(errno, report));
         if (S_ISLNK(st.st_mode)) {
-            if (st.st_uid != geteuid() && st.st_uid != 0) {
-                lo_trust_check(&st, 1, flags, report);
+            if (st.st_uid != euid && st.st_uid != 0) {
+                check_as(&st, 1, flags, euid, report);
                 report->problem = LO_TRUST_SYMLINK;
                 return set_bad(bad, badlen, cur, LO_TRUST_SYMLINK);
             }
@@ -144,7 +153,7 @@ walk_once(const char *dir, const char *root, int flags, int *symlinked, char *ba
          * other world-writable directory. */
         if (!under_root && !first && S_ISDIR(st.st_mode) && (st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
             return LO_TRUST_OK;
-        if (lo_trust_check(&st, 1, flags, report) != LO_TRUST_OK) return set_bad(bad, badlen, cur, report->problem);
+        if (check_as(&st, 1, flags, euid, report) != LO_TRUST_OK) return set_bad(bad, badlen, cur, report->problem);
         if (under_root && strcmp(cur, root) == 0) return LO_TRUST_OK;
         char *slash = strrchr(cur, '/');
         if (!slash || (slash == cur && cur[1] == '\0')) return LO_TRUST_OK; /* "/" was checked */

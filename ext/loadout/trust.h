@@ -43,6 +43,10 @@ typedef struct lo_trust_report {
     mode_t mode;  /* st_mode: type and permission bits */
 } lo_trust_report;
 
+/* Whether gid is the effective user's private group: named like the user, its primary group, with
+ * no other member (looked up with getpwuid_r/getgrgid_r, so only for a group-writable file). */
+int lo_trust_private_group(gid_t gid);
+
 /* Checks one stat result against the rule (want_dir: a directory is expected, else a regular file). */
 int lo_trust_check(const struct stat *st, int want_dir, int flags, lo_trust_report *report);
 

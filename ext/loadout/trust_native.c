@@ -4,6 +4,9 @@
  *   trust_read(path, flags) -> the file's bytes (a binary String), nil when it does not exist, or
  *     a problem report when it fails the rule (or cannot be read)
  *   trust_walk(dir, root_or_nil, flags) -> nil when dir and its parents pass, or a problem report
+ *   trust_private_group?(gid) -> whether gid is the effective user's private group
+ *   trust_lstat(path, flags) -> nil when path is missing or a regular file passing the rule, else a
+ *     problem report (by path, without opening it: a quick look, not the check as opened)
  * flags: 1 = a group-writable file is accepted (shared cache), 2 = any owner, symlinks followed
  * (only the type is checked: a source file). A report is [problem, path, uid, gid, mode, errno],
  * problem one of :missing :symlink :not_regular :not_directory :owner :group_writable
@@ -14,6 +17,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <unistd.h>
 
 static const char *const problem_names[] = {
@@ -108,9 +112,39 @@ native_trust_walk(VALUE self, VALUE dir, VALUE root, VALUE flags)
     return report_ary(rb_str_new_cstr(bad), &r);
 }
 
+static VALUE
+native_trust_lstat(VALUE self, VALUE path, VALUE flags)
+{
+    FilePathValue(path);
+    struct stat st;
+    lo_trust_report r;
+    if (lstat(StringValueCStr(path), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return Qnil;
+        memset(&r, 0, sizeof(r));
+        r.problem = LO_TRUST_ERRNO;
+        r.err = errno;
+        return report_ary(path, &r);
+    }
+    if (S_ISLNK(st.st_mode)) {
+        memset(&r, 0, sizeof(r));
+        r.problem = LO_TRUST_SYMLINK;
+        return report_ary(path, &r);
+    }
+    if (lo_trust_check(&st, 0, NUM2INT(flags), &r) == LO_TRUST_OK) return Qnil;
+    return report_ary(path, &r);
+}
+
+static VALUE
+native_trust_private_group_p(VALUE self, VALUE gid)
+{
+    return lo_trust_private_group((gid_t)NUM2ULONG(gid)) ? Qtrue : Qfalse;
+}
+
 void
 lo_trust_native_init(VALUE mNative)
 {
+    rb_define_module_function(mNative, "trust_private_group?", native_trust_private_group_p, 1);
+    rb_define_module_function(mNative, "trust_lstat", native_trust_lstat, 2);
     rb_define_module_function(mNative, "trust_read", native_trust_read, 2);
     rb_define_module_function(mNative, "trust_walk", native_trust_walk, 3);
 }

@@ -128,6 +128,9 @@ module Loadout
         flags = config.trust_shared_cache ? 1 : 0 # Trust::SHARED
         key = [config.cache_dir, config.root, config.trust_shared_cache]
         report = Native.trust_walk(config.cache_dir, config.root, flags)
+        # The whole cache or nothing: a quick look at the store and its hint too (the store checks
+        # them again as opened), so a cache that will be refused serves no file of loadout's either.
+        report ||= file_problem(config.store_path, flags) || file_problem("#{config.store_path}.hint", flags)
         @walk = [key, report || false]
         return if report && report[0] != :missing
 
@@ -146,6 +149,13 @@ module Loadout
         @hooked = true
       rescue StandardError, ScriptError
         @table = nil
+      end
+
+      # A report when +path+ is there and fails the rule (one it cannot look at is the store's to
+      # report), else nil.
+      def file_problem(path, flags)
+        report = Native.trust_lstat(path, flags)
+        report unless report && report[0] == :error
       end
 
       def stop(config)

@@ -2,8 +2,6 @@
 
 require "loadout/error"
 require "loadout/native"
-require "loadout/trust/checks"
-require "loadout/trust/words"
 
 module Loadout
   # The cache is a code-execution boundary: whoever can write it can make the app run their code
@@ -18,10 +16,14 @@ module Loadout
   # A cache that fails is neither read nor written (one warning says what and how to fix it).
   # What loadout creates gets 0700/0600 (0750/0640 when shared), whatever the umask.
   module Trust # :nodoc:
-    SHARED = Checks::SHARED
-    ANY_OWNER = Checks::ANY_OWNER
+    SHARED = 1    # a group-writable file or directory is accepted
+    ANY_OWNER = 2 # only the type is checked, symlinks are followed (a source file)
     # Every cache file is opened with these: a symlink fails (ELOOP), a FIFO does not block.
     OPEN_FLAGS = File::NOFOLLOW | File::NONBLOCK | File::BINARY
+
+    # Loaded when needed: the Ruby twins (pure backend), the words of a warning (a refusal).
+    autoload :Checks, "loadout/trust/checks"
+    autoload :Words, "loadout/trust/words"
 
     # A cache file or directory failed the rule; +report+ is [problem, path, uid, gid, mode, errno].
     class Refused < Error
@@ -33,7 +35,7 @@ module Loadout
       attr_reader :report
     end
 
-    @backend = BACKEND == :native ? Native : Checks
+    @backend = BACKEND == :native ? Native : nil # nil: Checks, loaded on first use
 
     class << self
       def flags(shared)
@@ -52,7 +54,7 @@ module Loadout
       # fails the rule, SystemCallError when it cannot be read (EACCES, EIO...).
       #: (String, bool) -> String?
       def read(path, shared)
-        data = @backend.trust_read(path, flags(shared))
+        data = backend.trust_read(path, flags(shared))
         return data unless data.is_a?(Array)
         raise SystemCallError.new(path, data[5]) if data[0] == :error
 
@@ -63,13 +65,13 @@ module Loadout
       # unreadable, or not a regular file (a FIFO would block the reader forever).
       #: (String) -> String?
       def read_source(path)
-        data = @backend.trust_read(path, ANY_OWNER)
+        data = backend.trust_read(path, ANY_OWNER)
         data.is_a?(String) ? data : nil
       end
 
       # nil when +dir+ and its parents (up to +root+, see Checks.trust_walk) pass, else a report.
       def walk(dir, root, shared)
-        @backend.trust_walk(dir, root, flags(shared))
+        backend.trust_walk(dir, root, flags(shared))
       end
 
       # Raises Refused unless +io+, just opened at +path+ with OPEN_FLAGS, passes the rule. A file
@@ -77,12 +79,34 @@ module Loadout
       #: (IO, String, bool) -> File::Stat
       def check_io!(io, path, shared)
         st = io.stat
-        report = Checks.check(st, false, flags(shared), path)
+        report = check(st, false, flags(shared), path)
         raise Refused, report if report
 
         mode = file_mode(shared)
         io.chmod(mode) if st.size.zero? && st.uid == Process.euid && (st.mode & 0o777) != mode
         st
+      end
+
+      # nil when +st+ passes (want_dir: a directory is expected, else a regular file), else a
+      # report. The rule of trust.c's lo_trust_check.
+      def check(st, want_dir, flags, path)
+        problem = if want_dir ? !st.directory? : !st.file?
+                    want_dir ? :not_directory : :not_regular
+                  elsif (flags & ANY_OWNER) != 0
+                    nil
+                  elsif st.uid != Process.euid && st.uid != 0
+                    :owner
+                  elsif (st.mode & 0o002) != 0
+                    :other_writable
+                  elsif (st.mode & 0o020) != 0 && (flags & SHARED).zero? && !private_group?(st.gid)
+                    :group_writable
+                  end
+        problem && [problem, path, st.uid, st.gid, st.mode, 0]
+      end
+
+      # Whether +gid+ is the effective user's private group (see trust.h).
+      def private_group?(gid)
+        @backend ? @backend.trust_private_group?(gid) : Checks.trust_private_group?(gid)
       end
 
       # Opens +path+ with +flags+ (plus OPEN_FLAGS) and checks it; returns [io, stat]. Raises
@@ -180,6 +204,10 @@ module Loadout
         warn "loadout: not using the cache in #{cache_dir}: #{Words.problem(report)}; whoever can write there " \
              "can make this program run their code. Fix: #{Words.fix(report, shared)}. Until then loadout " \
              "neither reads nor writes the cache"
+      end
+
+      def backend
+        @backend || Checks
       end
 
       def unlink_quietly(path)

@@ -5,7 +5,6 @@ require "rbconfig"
 # and count as one of the application's misses.
 require "loadout/quiet_spawn"
 require "loadout/trust"
-require "loadout/compile_cache/job_file"
 
 module Loadout
   module CompileCache
@@ -74,6 +73,9 @@ module Loadout
       def run #: () -> void
         return if @groups.empty? && @self_job.nil?
 
+        # Only a boot that hands work over needs the job format; required before the queue is
+        # taken, so on a cold store the file is queued with the rest (a warm boot never loads it).
+        require "loadout/compile_cache/job_file" if @mode == :background
         groups = @groups.map { |variant, (options, paths)| [variant, options, paths.keys] }
         self_job = @self_job
         @groups = {}

@@ -6,31 +6,17 @@ module Loadout
     # the same report ([problem, path, uid, gid, mode, errno]), from File::Stat on descriptors
     # opened with File::NOFOLLOW|File::NONBLOCK and File.lstat for directories.
     module Checks # :nodoc:
-      SHARED = 1    # a group-writable file or directory is accepted
-      ANY_OWNER = 2 # only the type is checked, symlinks are followed (a source file)
       STICKY_PUBLIC = 0o1002 # sticky and world-writable, like /tmp
 
       module_function
 
-      # nil when +st+ passes (want_dir: a directory is expected, else a regular file), else a report.
       def check(st, want_dir, flags, path)
-        problem = if want_dir ? !st.directory? : !st.file?
-                    want_dir ? :not_directory : :not_regular
-                  elsif (flags & ANY_OWNER) != 0
-                    nil
-                  elsif st.uid != Process.euid && st.uid != 0
-                    :owner
-                  elsif (st.mode & 0o002) != 0
-                    :other_writable
-                  elsif (st.mode & 0o020) != 0 && (flags & SHARED).zero? && !private_group?(st.gid)
-                    :group_writable
-                  end
-        problem && [problem, path, st.uid, st.gid, st.mode, 0]
+        Trust.check(st, want_dir, flags, path)
       end
 
       def trust_read(path, flags)
         oflags = File::RDONLY | File::NONBLOCK | File::BINARY
-        oflags |= File::NOFOLLOW if (flags & ANY_OWNER).zero?
+        oflags |= File::NOFOLLOW if (flags & Trust::ANY_OWNER).zero?
         File.open(path, oflags) do |f|
           report = check(f.stat, false, flags, path)
           return report if report
@@ -98,7 +84,7 @@ module Loadout
       # group, with no other member (only asked for a group-writable file). Read from
       # /etc/passwd and /etc/group (Etc would define a constant in the app): a user known only
       # to NSS (LDAP) gets no such exception here, which errs on the safe side.
-      def private_group?(gid)
+      def trust_private_group?(gid)
         user = File.foreach("/etc/passwd").map { |l| l.chomp.split(":") }.find { |f| f[2].to_i == Process.euid && f[2] }
         return false unless user && user[3].to_i == gid
 
