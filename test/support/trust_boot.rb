@@ -26,7 +26,9 @@ module Loadout
           end
         end)
         require "loadout"
-        Loadout.setup(cache_dir: ENV["T_CACHE"], root: ENV["T_APP"], trust_shared_cache: ENV["T_SHARED"] == "1")
+        options = { cache_dir: ENV["T_CACHE"], root: ENV["T_APP"] }
+        options[:trust_shared_cache] = true if ENV["T_SHARED"] == "1"
+        Loadout.setup(**options)
         %w[a b].each { |f| require File.join(ENV["T_APP"], "lib", f) }
         $stderr.puts "lfb=#{$lfb}"
       RUBY
@@ -117,6 +119,7 @@ module Loadout
           stdin.close
           out_reader = Thread.new { stdout.read }
           err_reader = Thread.new { stderr.read }
+          [out_reader, err_reader].each { |t| t.report_on_exception = false }
           unless thread.join(60)
             Process.kill(:KILL, -thread.pid)
             flunk "the boot hung (killed after 60 s): #{cmd.last(2).inspect}"

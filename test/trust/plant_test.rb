@@ -17,7 +17,7 @@ class TrustPlantTest < Minitest::Test
     require "loadout"
     require "loadout/store"
     require "loadout/compile_cache"
-    cache, target, evil_dir, shared = ARGV
+    cache, target, evil_dir = ARGV
     cc = Loadout::CompileCache
     evil = File.join(evil_dir, "evil.rb")
     File.write(evil, "puts \"PWNED as \#{Process.uid}\"\n")
@@ -30,17 +30,15 @@ class TrustPlantTest < Minitest::Test
     verified = identity[2] + 10_000_000_000 # well past the racy window of the file's ctime
     entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
                            path: target, realpath: target)
-    Loadout::Store.open(File.join(cache, "store"), trust_shared_cache: shared == "1") do |s|
-      s.put(key.for("i", variant, target), entry)
-    end
+    Loadout::Store.open(File.join(cache, "store")) { |s| s.put(key.for("i", variant, target), entry) }
     puts "planted"
   RUBY
 
-  def plant(cache, app, groups: [], shared: false)
+  def plant(cache, app, groups: [])
     evil_dir = File.join(File.dirname(app), "evil")
     FileUtils.mkdir_p(evil_dir)
     File.chmod(0o777, evil_dir)
-    out = as_nobody_with_args(PLANT, [cache, File.join(app, "lib/a.rb"), evil_dir, shared ? "1" : "0"], groups: groups)
+    out = as_nobody_with_args(PLANT, [cache, File.join(app, "lib/a.rb"), evil_dir], groups: groups)
     assert_equal "planted\n", out
     store = File.join(cache, "store")
     assert_equal NOBODY, File.stat(store).uid, "the store is the other user's"
@@ -81,7 +79,7 @@ class TrustPlantTest < Minitest::Test
       open_path_to(app, cache, gid: USERS_GID)
       File.chmod(0o770, cache)
       FileUtils.rm_f(Dir.glob(File.join(cache, "store*")))
-      plant(cache, app, groups: [USERS_GID], shared: true)
+      plant(cache, app, groups: [USERS_GID])
       boot = trust_boot(app, cache, env: { "T_SHARED" => "1" })
       assert_refused(boot, app, File.join(cache, "store"), /owned by another user/)
       refute_includes boot.stdout, "PWNED"
