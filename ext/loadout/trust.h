@@ -59,7 +59,8 @@ int lo_trust_open(const char *path, int flags, struct stat *st, lo_trust_report 
 
 /*
  * Checks the directory dir and its parents: up to and including root when dir is root or under
- * it (root may be NULL: no app root), else up to the first sticky world-writable directory (like /tmp, not itself checked) or /.
+ * it (root may be NULL: no app root), else up to the first sticky world-writable directory (like
+ * /tmp, not itself checked) or /.
  * A symlinked component must be owned by the euid or root, and its target is checked; when any
  * component was a symlink the real path is walked as well. dir and root are absolute and
  * normalised (no "." or ".." components, no trailing slash). Returns the problem; on a problem,

@@ -38,13 +38,15 @@ module Loadout
     private_constant :DELETED, :Opener, :Writer, :Compaction
 
     # Opens (creating when writable) the store at +path+; with a block, yields it and closes it.
-    #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool, ?trust_shared_cache: bool) ?{ (Store) -> untyped } -> Store
+    #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool, ?trust_shared_cache: bool)
+    #:   ?{ (Store) -> untyped } -> Store
     def self.open(path, readonly: false, fail_safe: false, defer_writes: false, trust_shared_cache: false)
       { readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes,
         trust_shared_cache: trust_shared_cache }.each do |name, value|
         raise ConfigError.new(name, value, "true or false") unless value == true || value == false
       end
-      store = new(path, readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes, shared: trust_shared_cache)
+      store = new(path, readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes,
+                        shared: trust_shared_cache)
       return store unless block_given?
 
       begin

@@ -103,10 +103,11 @@ module Loadout
         end
       end
 
-      # Runs ruby +script+ as nobody (with +groups+ as its supplementary groups).
-      def as_nobody(script, groups: [])
+      # Runs ruby +script+ (ARGV: +args+) as nobody, with +groups+ as its supplementary groups.
+      def as_nobody(script, args = [], groups: [])
         groups_arg = groups.empty? ? "--clear-groups" : "--groups=#{groups.join(",")}"
-        cmd = ["setpriv", "--reuid=#{NOBODY}", "--regid=#{NOBODY}", groups_arg, RbConfig.ruby, "-I", LIB, "-e", script]
+        cmd = ["setpriv", "--reuid=#{NOBODY}", "--regid=#{NOBODY}", groups_arg, RbConfig.ruby, "-I", LIB, "-e", script,
+               *args]
         out, err, status = Open3.capture3(clean_env, *cmd, chdir: "/")
         assert status.success?, "as nobody: #{out}#{err}"
         out

@@ -108,14 +108,15 @@ class TrustCacheDirTest < Minitest::Test
         File.umask(umask)
       end
       modes = ->(dir) { Dir.glob(File.join(dir, "*")).map { |f| File.stat(f).mode & 0o777 }.uniq }
-      assert_equal [0o700], [cache, File.dirname(cache), File.join(app, "tmp")].map { |d| File.stat(d).mode & 0o777 }.uniq
+      dir_modes = [cache, File.dirname(cache), File.join(app, "tmp")].map { |d| File.stat(d).mode & 0o777 }
+      assert_equal [0o700], dir_modes.uniq
       assert_equal [0o600], modes.(cache), Dir.children(cache).inspect
       assert_equal [0o750], [shared_cache, File.dirname(shared_cache)].map { |d| File.stat(d).mode & 0o777 }.uniq
       assert_equal [0o640], modes.(shared_cache)
     end
   end
 
-  test "a cache dir outside the app root ends its walk at a sticky world-writable dir (/tmp), and is refused under a 0777 one" do
+  test "a cache dir outside the app root: its walk ends at a sticky world-writable dir, a 0777 one is refused" do
     with_trust_app do |app, _cache|
       pub = File.join(File.dirname(app), "pub")
       Dir.mkdir(pub)

@@ -38,18 +38,10 @@ class TrustPlantTest < Minitest::Test
     evil_dir = File.join(File.dirname(app), "evil")
     FileUtils.mkdir_p(evil_dir)
     File.chmod(0o777, evil_dir)
-    out = as_nobody_with_args(PLANT, [cache, File.join(app, "lib/a.rb"), evil_dir], groups: groups)
+    out = as_nobody(PLANT, [cache, File.join(app, "lib/a.rb"), evil_dir], groups: groups)
     assert_equal "planted\n", out
     store = File.join(cache, "store")
     assert_equal NOBODY, File.stat(store).uid, "the store is the other user's"
-  end
-
-  def as_nobody_with_args(script, args, groups: [])
-    groups_arg = groups.empty? ? "--clear-groups" : "--groups=#{groups.join(",")}"
-    cmd = ["setpriv", "--reuid=#{NOBODY}", "--regid=#{NOBODY}", groups_arg, RbConfig.ruby, "-I", LIB, "-e", script, *args]
-    out, err, status = Open3.capture3(clean_env, *cmd, chdir: "/")
-    assert status.success?, "as nobody: #{out}#{err}"
-    out
   end
 
   # The control: root takes the planted files over (as if the rule did not exist); the planted
@@ -93,7 +85,7 @@ class TrustPlantTest < Minitest::Test
       Dir.mkdir(pub)
       File.chmod(0o1777, pub)
       cache = File.join(pub, "cache")
-      as_nobody_with_args("Dir.mkdir(ARGV[0], 0o755)", [cache])
+      as_nobody("Dir.mkdir(ARGV[0], 0o755)", [cache])
       plant(cache, app)
       boot = trust_boot(app, cache)
       assert_refused(boot, app, cache, /owned by another user/)
@@ -110,8 +102,8 @@ class TrustPlantTest < Minitest::Test
       File.chmod(0o644, self_file) # (readable, so the other user can copy it)
       open_path_to(app, cache)
       File.chmod(0o777, cache)
-      as_nobody_with_args("File.binwrite(ARGV[0] + '.new', File.binread(ARGV[0])); File.rename(ARGV[0] + '.new', ARGV[0])",
-                          [self_file])
+      copy_over = "File.binwrite(ARGV[0] + '.new', File.binread(ARGV[0])); File.rename(ARGV[0] + '.new', ARGV[0])"
+      as_nobody(copy_over, [self_file])
       File.chmod(0o700, cache)
       assert_equal NOBODY, File.stat(self_file).uid
       boot = trust_boot(app, cache)

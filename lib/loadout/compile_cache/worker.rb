@@ -25,7 +25,8 @@ module Loadout
       STALE_JOB_SECONDS = 3600 # job files older than this were never picked up (a killed worker)
 
       class << self
-        def run(job_file, budget: BUDGET, hard_limit: HARD_LIMIT) #: (String, ?budget: Numeric, ?hard_limit: Numeric) -> void
+        #: (String, ?budget: Numeric, ?hard_limit: Numeric) -> void
+        def run(job_file, budget: BUDGET, hard_limit: HARD_LIMIT)
           deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + budget
           Thread.new do
             sleep hard_limit

@@ -84,7 +84,7 @@ module Loadout
           spawn_worker(groups, self_job)
         else
           compile_all(groups)
-          Writer.write_self_cache(*self_job, @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?) if self_job
+          Writer.write_self_cache(*self_job, shared_cache?) if self_job
         end
         @finished&.call
       rescue StandardError => e
@@ -119,6 +119,10 @@ module Loadout
 
       private
 
+      def shared_cache?
+        @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?
+      end
+
       def hook_exit
         return if @hooked
 
@@ -137,12 +141,13 @@ module Loadout
       # neither), with LOADOUT_DISABLE so nothing could set loadout up inside it, on this
       # process's backend.
       def spawn_worker(groups, self_job)
-        shared = @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?
+        shared = shared_cache?
         job = JobFile.dump(@store.path, shared, @key.roots, groups, self_job) or return
         file = Trust.create_exclusive("#{@store.path}.compile-", shared, suffix: ".jobs") { |io| io.write(job) }
         env = QuietSpawn.environment("LOADOUT_DISABLE" => "1", "LOADOUT_PURE" => BACKEND == :native ? "0" : "1")
-        pid = QuietSpawn.call(env, [RbConfig.ruby, "--disable=gems,rubyopt", "-I", LIB, "-r", "loadout/compile_cache/worker",
-                                    "-e", "Loadout::CompileCache::Worker.run(ARGV[0])", file])
+        argv = [RbConfig.ruby, "--disable=gems,rubyopt", "-I", LIB, "-r", "loadout/compile_cache/worker",
+                "-e", "Loadout::CompileCache::Worker.run(ARGV[0])", file]
+        pid = QuietSpawn.call(env, argv)
         Process.detach(pid)
       rescue SystemCallError, IOError, NotImplementedError
         Trust.unlink_quietly(file) if file

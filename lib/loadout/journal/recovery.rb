@@ -74,8 +74,8 @@ module Loadout
 
       # (Trust::Words.fix is asked as for a shared cache: a journal has no shared-group option.)
       def refuse(report)
-        raise JournalError.new(@dir, Trust::Words.problem(report),
-                               "#{Trust::Words.fix(report, true)} (the journal replays what it holds into this program)")
+        fix = "#{Trust::Words.fix(report, true)} (the journal replays what it holds into this program)"
+        raise JournalError.new(@dir, Trust::Words.problem(report), fix)
       end
     end
   end

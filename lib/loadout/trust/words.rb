@@ -22,7 +22,9 @@ module Loadout
         when :other_writable then "#{path} is writable by others (#{found})"
         when :group_writable then "#{path} is writable by its group (#{found})"
         when :symlink
-          mode.zero? ? "#{path} is a symlink (cache files are never opened through one)" : "#{path} is a symlink owned by another user (#{found})"
+          return "#{path} is a symlink (cache files are never opened through one)" if mode.zero?
+
+          "#{path} is a symlink owned by another user (#{found})"
         when :not_regular then "#{path} is #{type_name(mode)}, not a regular file"
         when :not_directory then "#{path} is not a directory (#{type_name(mode)})"
         when :missing then "#{path} does not exist"
@@ -38,8 +40,9 @@ module Loadout
             "to a directory of your own"
         when :other_writable then "chmod o-w #{path}"
         when :group_writable
-          "chmod g-w #{path}#{", or, if everyone in group #{gid} may write the cache, set LOADOUT_TRUST_SHARED_CACHE=1 " \
-                               "(Loadout.setup(trust_shared_cache: true))" unless shared}"
+          shared_fix = ", or, if everyone in group #{gid} may write the cache, set LOADOUT_TRUST_SHARED_CACHE=1 " \
+                       "(Loadout.setup(trust_shared_cache: true))"
+          "chmod g-w #{path}#{shared_fix unless shared}"
         when :symlink then "remove #{path} (loadout recreates what it needs)"
         when :not_regular, :not_directory then "remove #{path} (loadout recreates what it needs)"
         else "check #{path} and its permissions"
