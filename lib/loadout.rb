@@ -12,7 +12,7 @@ module Loadout
   autoload :LoadPath, "loadout/load_path"
   autoload :Require, "loadout/require"
   autoload :Store, "loadout/store"
-  autoload :Trust, "loadout/trust"
+  autoload :Trust, File.expand_path("loadout/trust", __dir__) # absolute: never through $LOAD_PATH
   autoload :CompileCache, "loadout/compile_cache"
   autoload :Journal, "loadout/journal"
   autoload :Config, "loadout/config"

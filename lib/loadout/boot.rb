@@ -88,13 +88,16 @@ module Loadout
       # warning from here and none from the store.
       def open_store(config)
         # The cache is a code-execution boundary: nothing is read from one that fails the rule.
-        if (report = Trust.cache_problem(config))
+        report = Trust.cache_problem(config)
+        if report && !Trust.unusable?(report)
           Trust.warn_refused(report, config.cache_dir, config.trust_shared_cache)
           return nil
         end
         readonly = config.readonly
         unless readonly
-          problem = writable_problem(config.cache_dir, config.trust_shared_cache)
+          # (A cache dir that passed the walk is a directory: only the access checks are left.)
+          dir = config.cache_dir
+          problem = report ? writable_problem(dir, config.trust_shared_cache) : access_problem(dir)
           if problem
             if File.file?(config.store_path) && File.readable?(config.store_path)
               warn "loadout: cache dir #{config.cache_dir} is not writable (#{problem}); using the cache read-only. " \
@@ -131,11 +134,14 @@ module Loadout
 
         Trust.make_dirs(dir, shared) # (Trust.cache_problem made it when it could; this raises why not)
         return "not a directory" unless File.directory?(dir)
-        return "not writable by this process" unless File.writable?(dir) && File.executable?(dir)
 
-        nil
+        access_problem(dir)
       rescue SystemCallError => e
         e.class.name.split("::").last.then { |errno| "#{errno}: #{e.message.sub(/ @ .*/, "")}" }
+      end
+
+      def access_problem(dir)
+        "not writable by this process" unless File.writable?(dir) && File.executable?(dir)
       end
 
 

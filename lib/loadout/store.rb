@@ -2,7 +2,7 @@
 
 require "loadout/error"
 require "loadout/instrumentation"
-require "loadout/trust"
+require_relative "trust"
 require "loadout/store/format"
 require "loadout/store/log_file"
 require "loadout/store/index"

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "loadout/error"
-require "loadout/native"
+require_relative "error"
+require_relative "native"
 
 module Loadout
   # The cache is a code-execution boundary: whoever can write it can make the app run their code
@@ -22,8 +22,8 @@ module Loadout
     OPEN_FLAGS = File::NOFOLLOW | File::NONBLOCK | File::BINARY
 
     # Loaded when needed: the Ruby twins (pure backend), the words of a warning (a refusal).
-    autoload :Checks, "loadout/trust/checks"
-    autoload :Words, "loadout/trust/words"
+    autoload :Checks, File.expand_path("trust/checks", __dir__)
+    autoload :Words, File.expand_path("trust/words", __dir__)
 
     # A cache file or directory failed the rule; +report+ is [problem, path, uid, gid, mode, errno].
     class Refused < Error
@@ -176,9 +176,9 @@ module Loadout
         end
       end
 
-      # nil when the cache dir of +config+ may be used, else the report of what fails the rule. A
+      # nil when the cache dir of +config+ passes the rule, else the report of what fails it. A
       # missing cache dir is made first (unless read-only, with dir_mode); one that cannot be made
-      # is left to the caller's "not usable" warning.
+      # is reported as :missing (see unusable?).
       #: (Config) -> Array[untyped]?
       def cache_problem(config)
         key = [config.cache_dir, config.root, config.trust_shared_cache]
@@ -190,13 +190,17 @@ module Loadout
           begin
             make_dirs(config.cache_dir, config.trust_shared_cache)
           rescue SystemCallError
-            return nil
+            return report
           end
           report = walk(*key)
         end
-        # Nothing can be read through a path that is missing or not a directory: the caller's
-        # usability checks say what is wrong with it.
-        report && %i[missing not_directory].include?(report[0]) ? nil : report
+        report
+      end
+
+      # Whether a cache_problem report only says the cache dir is not there to use (missing, or
+      # not a directory): nothing can be read through it, the caller's usability checks say why.
+      def unusable?(report)
+        %i[missing not_directory].include?(report[0])
       end
 
       # The one warning for a cache that fails the rule.

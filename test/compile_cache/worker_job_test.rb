@@ -3,11 +3,14 @@
 require "test_helper"
 require "loadout/store"
 require "loadout/compile_cache/job_file"
+require "loadout/compile_cache/writer"
 
-# The worker's job file is plain lines parsed strictly (never Marshal), read only when it passes
-# the trust rule, removed whatever happens; the worker keeps to its time budget.
+# The worker's job file is plain lines (written by Writer.job_text) parsed strictly (JobFile, never
+# Marshal), read only when it passes the trust rule, removed whatever happens; the worker keeps to
+# its time budget.
 class CompileWorkerJobTest < Minitest::Test
   JobFile = Loadout::CompileCache::JobFile
+  Writer = Loadout::CompileCache::Writer
   OPTIONS = RubyVM::InstructionSequence.compile_option
 
   def with_job
@@ -15,7 +18,7 @@ class CompileWorkerJobTest < Minitest::Test
       app = File.join(dir, "app")
       store = File.join(dir, "cache/store")
       files = %w[a b].map { |f| File.join(app, "lib/#{f}.rb") }
-      text = JobFile.dump(store, false, [app], [["0123456789abcdef", OPTIONS, files]], nil)
+      text = Writer.job_text(store, false, [app], [["0123456789abcdef", OPTIONS, files]], nil)
       job = File.join(dir, "cache/store.compile-1.test.jobs")
       File.write(job, text)
       File.chmod(0o600, job)
@@ -87,7 +90,7 @@ class CompileWorkerJobTest < Minitest::Test
 
   test "the job format round-trips paths of any bytes and encoding, and rejects anything out of place" do
     paths = ["/a b/%x.rb", "/é.rb", "/\xFF.rb".b, "/new\nline.rb"]
-    text = JobFile.dump("/s/store", true, ["/r"], [["v1", OPTIONS, paths]], ["/s/store.self-1", ["/l/x.rb"], OPTIONS])
+    text = Writer.job_text("/s/store", true, ["/r"], [["v1", OPTIONS, paths]], ["/s/store.self-1", ["/l/x.rb"], OPTIONS])
     job = JobFile.parse(text)
     assert_equal ["/s/store", true, ["/r"]], [job.store_path, job.shared, job.roots]
     assert_equal [["v1", OPTIONS, paths]], job.groups
@@ -100,6 +103,6 @@ class CompileWorkerJobTest < Minitest::Test
      (lines[0, 3] + ["file UTF-8:/x\n"] + lines[3..]).join, lines.rotate(1).join, "", Marshal.dump([1])].each do |bad|
       assert_nil JobFile.parse(bad), bad.inspect
     end
-    assert_nil JobFile.dump("/s", false, [], [["v", { debug_level: "1" }, []]], nil), "an option loadout cannot write"
+    assert_nil Writer.job_text("/s", false, [], [["v", { debug_level: "1" }, []]], nil), "an option loadout cannot write"
   end
 end

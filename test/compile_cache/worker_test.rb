@@ -4,7 +4,6 @@ require "test_helper"
 require "socket"
 require "support/trust_boot"
 require "loadout/store"
-require "loadout/compile_cache/job_file"
 
 # The background compile worker a cold boot spawns at exit never hangs and never holds what is
 # not its own: a FIFO in its queue is skipped, it inherits no descriptor (a pipe the app's parent

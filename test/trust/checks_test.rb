@@ -72,6 +72,19 @@ class TrustChecksTest < Minitest::Test
     end
   end
 
+  test "lstat, the quick look by path the self cache takes at the store and its hint" do
+    with_files do |dir|
+      assert_nil verdict(:trust_lstat, file(dir, "ok"), 0)
+      assert_nil verdict(:trust_lstat, File.join(dir, "missing"), 0)
+      assert_equal :other_writable, verdict(:trust_lstat, file(dir, "o", mode: 0o666), 0).first
+      assert_equal :owner, verdict(:trust_lstat, file(dir, "n", uid: NOBODY), 0).first
+      File.symlink(File.join(dir, "ok"), link = File.join(dir, "link"))
+      assert_equal [:symlink, link], verdict(:trust_lstat, link, 0).first(2)
+      File.mkfifo(fifo = File.join(dir, "fifo"))
+      assert_equal :not_regular, verdict(:trust_lstat, fifo, 0).first
+    end
+  end
+
   test "walk: the cache dir and its parents up to the app root; above it only outside the root, to a sticky dir" do
     with_files do |tmp|
       app = File.join(tmp, "app")

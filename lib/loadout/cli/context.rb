@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/trust"
+require_relative "../trust"
 
 module Loadout
   class CLI
@@ -34,7 +34,7 @@ module Loadout
         Trust.make_dirs(config.cache_dir, config.trust_shared_cache) if write
         # Stores hold Marshal data and ISeqs: one that fails the trust rule is not read here either.
         report = Trust.walk(config.cache_dir, config.root, config.trust_shared_cache)
-        if report && !%i[missing not_directory].include?(report[0])
+        if report && !Trust.unusable?(report)
           raise Error, "the cache in #{config.cache_dir} is not used: #{Trust::Words.problem(report)}; fix: " \
                        "#{Trust::Words.fix(report, config.trust_shared_cache)}"
         end

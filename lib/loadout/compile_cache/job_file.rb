@@ -19,9 +19,11 @@ module Loadout
     # Every string is "ENCODING:bytes", bytes outside [A-Za-z0-9_./~+,=@-] as %XX, so a path
     # keeps its exact bytes and encoding. Anything else (an unknown line, a missing "end", a
     # field out of place) rejects the whole job.
+    #
+    # Written by Writer.job_text (in writer.rb: a boot that loads the writer does not load this
+    # file too); read here, by the worker only.
     module JobFile # :nodoc:
       HEADER = "loadout-compile-jobs 1"
-      SAFE = %r{[^A-Za-z0-9_./~+,=@-]}n.freeze
       STRING = /\A([A-Za-z0-9_-]+):((?:[A-Za-z0-9_.\/~+,=@-]|%\h\h)+)\z/.freeze
       OPTION_NAME = /\A[a-z_]+\z/.freeze
       OPTION_VALUE = /\A(?:true|false|-?\d{1,9})\z/.freeze
@@ -29,27 +31,6 @@ module Loadout
       Job = Struct.new(:store_path, :shared, :roots, :groups, :self_job)
 
       module_function
-
-      # The job's text, or nil when an option value has no place in it (only true, false and
-      # Integers are compile options loadout knows).
-      #: (String, bool, Array[String], Array[untyped], Array[untyped]?) -> String?
-      def dump(store_path, shared, roots, groups, self_job)
-        lines = [HEADER, "store #{str(store_path)}", "shared #{shared ? 1 : 0}"]
-        roots.each { |root| lines << "root #{str(root)}" }
-        groups.each do |variant, options, paths|
-          lines << "group #{str(variant)}"
-          options(options, lines) or return nil
-          paths.each { |path| lines << "file #{str(path)}" }
-        end
-        if self_job
-          path, files, options = self_job
-          lines << "self #{str(path)}"
-          options(options, lines) or return nil
-          files.each { |file| lines << "file #{str(file)}" }
-        end
-        lines << "end"
-        "#{lines.join("\n")}\n"
-      end
 
       # The Job in +text+, or nil unless every line is exactly where it belongs.
       #: (String) -> Job?
@@ -96,10 +77,6 @@ module Loadout
         job.store_path && !job.shared.nil? ? job : nil
       end
 
-      def str(string)
-        "#{string.encoding.name}:#{string.b.gsub(SAFE) { |c| format("%%%02X", c.ord) }}"
-      end
-
       # The String a field spells, or nil when it is not one (bad syntax, an unknown encoding,
       # bytes that are not valid in it).
       def string(field)
@@ -111,17 +88,6 @@ module Loadout
         s.valid_encoding? ? s : nil
       rescue ArgumentError
         nil
-      end
-
-      def options(options, lines)
-        options.each do |name, value|
-          text = value.to_s
-          known = [true, false].include?(value) || (value.is_a?(Integer) && text.match?(OPTION_VALUE))
-          return nil unless name.is_a?(Symbol) && name.to_s.match?(OPTION_NAME) && known
-
-          lines << "option #{name} #{text}"
-        end
-        true
       end
 
       def value(text)

@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
 require "loadout"
-require "loadout/trust"
 require "loadout/store"
 require "loadout/compile_cache"
-require "loadout/compile_cache/job_file"
+require_relative "../trust"
+require_relative "job_file"
 
 module Loadout
   module CompileCache

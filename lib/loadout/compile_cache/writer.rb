@@ -3,8 +3,8 @@
 require "rbconfig"
 # Loaded with the writer, not at exit: a file required then would go through the ISeq handler
 # and count as one of the application's misses.
-require "loadout/quiet_spawn"
-require "loadout/trust"
+require_relative "../quiet_spawn"
+require_relative "../trust"
 
 module Loadout
   module CompileCache
@@ -30,6 +30,7 @@ module Loadout
     # the job file (JobFile: plain lines, parsed strictly) is one line per path.
     class Writer # :nodoc:
       LIB = File.expand_path("../..", __dir__)
+      JOB_HEADER = "loadout-compile-jobs 1" # JobFile::HEADER
 
       attr_reader :mode
 
@@ -73,9 +74,6 @@ module Loadout
       def run #: () -> void
         return if @groups.empty? && @self_job.nil?
 
-        # Only a boot that hands work over needs the job format; required before the queue is
-        # taken, so on a cold store the file is queued with the rest (a warm boot never loads it).
-        require "loadout/compile_cache/job_file" if @mode == :background
         groups = @groups.map { |variant, (options, paths)| [variant, options, paths.keys] }
         self_job = @self_job
         @groups = {}
@@ -107,6 +105,31 @@ module Loadout
           end
         end
         stored
+      end
+
+      # The text of a job file (the format is documented in CompileCache::JobFile), or nil when an
+      # option value has no place in it (only true, false and Integers are compile options).
+      #: (String, bool, Array[String], Array[untyped], Array[untyped]?) -> String?
+      def self.job_text(store_path, shared, roots, groups, self_job)
+        lines = [JOB_HEADER, "store #{job_string(store_path)}", "shared #{shared ? 1 : 0}"]
+        roots.each { |root| lines << "root #{job_string(root)}" }
+        sections = groups.map { |variant, options, paths| ["group", variant, options, paths] }
+        sections << ["self", self_job[0], self_job[2], self_job[1]] if self_job
+        sections.each do |tag, name, options, paths|
+          lines << "#{tag} #{job_string(name)}"
+          options.each do |option, value|
+            known = value == true || value == false || (value.is_a?(Integer) && value.abs < 1_000_000_000)
+            return nil unless known && option.is_a?(Symbol) && option.match?(/\A[a-z_]+\z/)
+
+            lines << "option #{option} #{value}"
+          end
+          paths.each { |path| lines << "file #{job_string(path)}" }
+        end
+        "#{lines.join("\n")}\nend\n"
+      end
+
+      def self.job_string(string)
+        "#{string.encoding.name}:#{string.b.gsub(%r{[^A-Za-z0-9_./~+,=@-]}n) { |c| format("%%%02X", c.ord) }}"
       end
 
       # Writes the self cache file +path+ for loadout's +files+ (atomically: a reader sees the old
@@ -142,7 +165,7 @@ module Loadout
       # process's backend.
       def spawn_worker(groups, self_job)
         shared = shared_cache?
-        job = JobFile.dump(@store.path, shared, @key.roots, groups, self_job) or return
+        job = Writer.job_text(@store.path, shared, @key.roots, groups, self_job) or return
         file = Trust.create_exclusive("#{@store.path}.compile-", shared, suffix: ".jobs") { |io| io.write(job) }
         env = QuietSpawn.environment("LOADOUT_DISABLE" => "1", "LOADOUT_PURE" => BACKEND == :native ? "0" : "1")
         argv = [RbConfig.ruby, "--disable=gems,rubyopt", "-I", LIB, "-r", "loadout/compile_cache/worker",

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/trust"
+require_relative "../trust"
 
 module Loadout
   class Journal
@@ -58,7 +58,7 @@ module Loadout
       def check_dir
         dir = File.expand_path(@dir)
         report = Trust.walk(dir, nil, false)
-        if report && %i[missing not_directory].include?(report[0])
+        if report && Trust.unusable?(report)
           Trust.make_dirs(dir, false) # raises what is in the way, if anything
           report = Trust.walk(dir, nil, false)
         end

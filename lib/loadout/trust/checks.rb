@@ -28,6 +28,16 @@ module Loadout
         errno_report(e, path)
       end
 
+      # A quick look by path (no open): nil when +path+ is missing or a regular file that passes.
+      def trust_lstat(path, flags)
+        st = File.lstat(path)
+        return [:symlink, path, 0, 0, 0, 0] if st.symlink?
+
+        check(st, false, flags, path)
+      rescue SystemCallError => e
+        errno_report(e, path)
+      end
+
       def trust_walk(dir, root, flags)
         symlinked = false
         report = walk_once(dir, root, flags) { symlinked = true }
