@@ -20,6 +20,7 @@ module Loadout
   autoload :SelfCache, File.expand_path("loadout/self_cache", __dir__)
   autoload :CLI, File.expand_path("loadout/cli", __dir__)
   autoload :Eviction, File.expand_path("loadout/eviction", __dir__)
+  autoload :Trust, File.expand_path("loadout/trust", __dir__)
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.

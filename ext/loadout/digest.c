@@ -177,8 +177,15 @@ lo_xxh64(const void *data, size_t len, uint64_t seed)
 int
 lo_file_xxh64(const char *path, uint64_t seed, uint64_t *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* A regular file only, opened non-blocking: a FIFO in its place never blocks a boot. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return errno;
+    struct stat st;
+    int bad = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    if (bad) {
+        close(fd);
+        return bad;
+    }
 
     xxh64_state s;
     state_init(&s, seed);

@@ -11,7 +11,8 @@
  *   algorithm description; the test vectors in test/compile_cache/digest_test.rb come from
  *   xxHash's own sanity check. It digests source files (is this the content we compiled?) and
  *   cached payloads (was this blob damaged since we wrote it?) at memory speed.
- * - lo_file_xxh64: the same over a file's bytes, read with a stack buffer (no allocation).
+ * - lo_file_xxh64: the same over a file's bytes, read with a stack buffer (no allocation); a
+ *   regular file only (opened O_NONBLOCK and checked with fstat: EINVAL for a FIFO or device).
  * - lo_file_identity: the stat fields the validator compares, with nanosecond times.
  */
 

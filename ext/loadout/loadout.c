@@ -16,4 +16,5 @@ Init_loadout_ext(void)
     lo_digest_native_init(lo_mNative);
     lo_lp_native_init(lo_mNative);
     lo_require_native_init(lo_mNative);
+    lo_trust_native_init(lo_mNative);
 }

@@ -87,9 +87,17 @@ module Loadout
       # Decides how the store may be used before opening it, so an unusable cache dir costs one
       # warning from here and none from the store.
       def open_store(config)
+        # The cache is a code-execution boundary: nothing is read from one that fails the rule.
+        report = Trust.cache_problem(config)
+        if report && !Trust.unusable?(report)
+          Trust.warn_refused(report, config.cache_dir, config.trust_shared_cache)
+          return nil
+        end
         readonly = config.readonly
         unless readonly
-          problem = writable_problem(config.cache_dir)
+          # (A cache dir that passed the walk is a directory: only the access checks are left.)
+          dir = config.cache_dir
+          problem = report ? writable_problem(dir, config.trust_shared_cache) : access_problem(dir)
           if problem
             if File.file?(config.store_path) && File.readable?(config.store_path)
               warn "loadout: cache dir #{config.cache_dir} is not writable (#{problem}); using the cache read-only. " \
@@ -107,7 +115,12 @@ module Loadout
         return nil if readonly && !File.file?(config.store_path)
 
         store_class = component(:Store) or return nil
-        store = store_class.open(config.store_path, readonly: readonly, fail_safe: true, defer_writes: true)
+        store = store_class.open(config.store_path, readonly: readonly, fail_safe: true, defer_writes: true,
+                                                    trust_shared_cache: config.trust_shared_cache)
+        if store.respond_to?(:refused?) && store.refused?
+          store.close # it said why; the caches stay off (nothing was read from it)
+          return nil
+        end
         arm_eviction(store, config.roots)
         store
       rescue ConfigError
@@ -127,28 +140,21 @@ module Loadout
       end
 
       # Returns nil when cache_dir exists (or can be made) and is writable, else a short reason.
-      def writable_problem(dir)
+      def writable_problem(dir, shared)
         return "a file is in the way" if File.exist?(dir) && !File.directory?(dir)
 
-        make_dir(dir)
+        Trust.make_dirs(dir, shared) # (Trust.cache_problem made it when it could; this raises why not)
         return "not a directory" unless File.directory?(dir)
-        return "not writable by this process" unless File.writable?(dir) && File.executable?(dir)
 
-        nil
+        access_problem(dir)
       rescue SystemCallError => e
         e.class.name.split("::").last.then { |errno| "#{errno}: #{e.message.sub(/ @ .*/, "")}" }
       end
 
-      # mkdir -p without loading fileutils on every boot.
-      def make_dir(dir)
-        return if File.directory?(dir)
-
-        parent = File.dirname(dir)
-        make_dir(parent) unless parent == dir
-        Dir.mkdir(dir)
-      rescue Errno::EEXIST
-        raise unless File.directory?(dir)
+      def access_problem(dir)
+        "not writable by this process" unless File.writable?(dir) && File.executable?(dir)
       end
+
 
       # The compile cache goes first, so the load path index's own files (and anything else of
       # loadout's required after it) come from the cache instead of being compiled on every

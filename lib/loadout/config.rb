@@ -28,6 +28,7 @@ module Loadout
       development_mode: true,
       readonly: false,
       trust: nil,
+      trust_shared_cache: false,
       ignore_directories: DEFAULT_IGNORE_DIRECTORIES,
       log: false,
       stats: false
@@ -56,6 +57,7 @@ module Loadout
       @development_mode = boolean(:development_mode, opts[:development_mode])
       @readonly = boolean(:readonly, opts[:readonly])
       @trust = trust_level(opts[:trust])
+      @trust_shared_cache = boolean(:trust_shared_cache, opts[:trust_shared_cache])
       @ignore_directories = directories(opts[:ignore_directories])
       @log = boolean(:log, opts[:log])
       @stats = boolean(:stats, opts[:stats])

@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "fileutils"
 require "loadout/error"
 require "loadout/store"
 
@@ -224,7 +223,11 @@ module Loadout
     def guard_open
       yield
     rescue JournalError
+      @lock_io&.close
       raise
+    rescue Trust::Refused => e
+      @lock_io&.close
+      refuse(e.report)
     rescue SystemCallError, IOError => e
       @lock_io&.close
       problem, fix = Store::Problems.describe(e, @dir)

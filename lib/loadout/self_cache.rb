@@ -27,6 +27,7 @@ module Loadout
     end
 
     @table = nil
+    @walk = nil
     @served = 0
     @hooked = false
 
@@ -91,6 +92,14 @@ module Loadout
         at == body.bytesize ? table : nil
       end
 
+      # The trust verdict of this setup's cache dir and self cache file, handed to Trust once:
+      # false when they passed, a report when they failed, nil when this process did not check.
+      def take_walk(key)
+        walk = @walk
+        @walk = nil
+        walk && walk[0] == key ? walk[1] : nil
+      end
+
       # Where the self cache for +store_path+ lives: one file per Ruby, loadout version and set of
       # compile options, so different Rubies keep theirs side by side.
       def path_for(store_path) #: (String) -> String
@@ -114,11 +123,24 @@ module Loadout
         return if defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
 
         @path = path_for(config.store_path)
-        @table = begin
-          parse(File.binread(@path))
-        rescue SystemCallError, IOError
-          nil
-        end || {}
+        # Nothing is read from a cache dir that fails the trust rule (Loadout::Trust); the verdict
+        # goes to Trust, which warns, so the walk is not repeated.
+        flags = config.trust_shared_cache ? 1 : 0 # Trust::SHARED
+        key = [config.cache_dir, config.root, config.trust_shared_cache]
+        report = Native.trust_walk(config.cache_dir, config.root, flags)
+        # The whole cache or nothing: a quick look at the store and its hint too (the store checks
+        # them again as opened), so a cache that will be refused serves no file of loadout's either.
+        report ||= file_problem(config.store_path, flags) || file_problem("#{config.store_path}.hint", flags)
+        @walk = [key, report || false]
+        return if report && report[0] != :missing
+
+        data = report ? nil : Native.trust_read(@path, flags) # nil: no file yet
+        if data.is_a?(Array)
+          return @walk = [key, data] unless data[0] == :error # it fails the rule: the cache is refused
+
+          data = nil # unreadable: Ruby compiles
+        end
+        @table = (data && parse(data)) || {}
         @stale = @table.empty?
         @loaded_before = $LOADED_FEATURES.size
         return if @hooked
@@ -127,6 +149,13 @@ module Loadout
         @hooked = true
       rescue StandardError, ScriptError
         @table = nil
+      end
+
+      # A report when +path+ is there and fails the rule (one it cannot look at is the store's to
+      # report), else nil.
+      def file_problem(path, flags)
+        report = Native.trust_lstat(path, flags)
+        report unless report && report[0] == :error
       end
 
       def stop(config)

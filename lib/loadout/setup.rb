@@ -38,6 +38,7 @@ module Loadout
           development_mode: development_mode?(env),
           readonly: boolean(env, "LOADOUT_READONLY", false),
           trust: trust(env),
+          trust_shared_cache: boolean(env, "LOADOUT_TRUST_SHARED_CACHE", false),
           log: boolean(env, "LOADOUT_LOG", false),
           stats: boolean(env, "LOADOUT_STATS", false)
         }

@@ -9,6 +9,7 @@ module Loadout
   class Store; end
 end
 
+require_relative "trust"
 require "loadout/store/format"
 require "loadout/store/log_file"
 require "loadout/store/index"
@@ -33,6 +34,9 @@ module Loadout
   # - Open reads the hint file (PATH.hint) and scans only what was appended after it.
   # - fail_safe: true never raises for environment problems: one warning, then read-only or empty.
   # - defer_writes: true queues puts/deletes in memory until #flush, #close or process exit.
+  # - The store, hint and temp files follow the trust rule (Loadout::Trust): a store file that
+  #   fails it (another owner, writable by others, a symlink, a FIFO...) is neither read nor
+  #   written; trust_shared_cache: true accepts group-writable files.
   class Store
     include Opener
     include Writer
@@ -43,12 +47,15 @@ module Loadout
     private_constant :DELETED, :Opener, :Writer, :Compaction, :Enumeration
 
     # Opens (creating when writable) the store at +path+; with a block, yields it and closes it.
-    #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool) ?{ (Store) -> untyped } -> Store
-    def self.open(path, readonly: false, fail_safe: false, defer_writes: false)
-      { readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes }.each do |name, value|
+    #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool, ?trust_shared_cache: bool)
+    #:   ?{ (Store) -> untyped } -> Store
+    def self.open(path, readonly: false, fail_safe: false, defer_writes: false, trust_shared_cache: false)
+      { readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes,
+        trust_shared_cache: trust_shared_cache }.each do |name, value|
         raise ConfigError.new(name, value, "true or false") unless value == true || value == false
       end
-      store = new(path, readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes)
+      store = new(path, readonly: readonly, fail_safe: fail_safe, defer_writes: defer_writes,
+                        shared: trust_shared_cache)
       return store unless block_given?
 
       begin
@@ -58,9 +65,11 @@ module Loadout
       end
     end
 
-    def initialize(path, readonly:, fail_safe:, defer_writes:)
+    def initialize(path, readonly:, fail_safe:, defer_writes:, shared: false)
       @path = path.respond_to?(:to_path) ? path.to_path : String(path)
       @readonly = readonly
+      @shared = shared
+      @refused = false
       @fail_safe = fail_safe
       @pending = defer_writes ? {} : nil
       @pid = Process.pid
@@ -80,6 +89,17 @@ module Loadout
     end
 
     attr_reader :path
+
+    # Whether group-writable store files are accepted (and new ones are made 0640).
+    def trust_shared_cache?
+      @shared
+    end
+
+    # True when the store file (or its hint) failed the trust rule: nothing was read from it and
+    # nothing will be written.
+    def refused?
+      @refused
+    end
 
     # True when puts reach the file (false when read-only, degraded or closed).
     def writable?

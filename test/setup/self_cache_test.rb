@@ -44,7 +44,7 @@ class SelfCacheTest < Minitest::Test
     out, err, status = Open3.capture3(RbConfig.ruby, "-I", lib, "-e", code)
     assert status.success?, err
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
-    sleep 0.05 while Dir.glob(File.join(app, "cache", "*.{jobs,tmp-*}")).any? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    sleep 0.05 while Dir.glob(File.join(app, "cache", "*.{jobs,tmp.*}")).any? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
     sleep 0.05 while worker_running?(app) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
     [out, err[/served=(\d+)/, 1].to_i, err.gsub(/^served=\d+\n/, "")]
   end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "fileutils"
+require_relative "../trust"
 
 module Loadout
   class CLI
@@ -31,8 +31,15 @@ module Loadout
         klass = Boot.component(:Store)
         raise Error, "this build of loadout has no store (lib/loadout/store.rb is missing)" unless klass
 
-        FileUtils.mkdir_p(config.cache_dir) if write
-        klass.open(store_path, readonly: !write, fail_safe: false, defer_writes: write)
+        Trust.make_dirs(config.cache_dir, config.trust_shared_cache) if write
+        # Stores hold Marshal data and ISeqs: one that fails the trust rule is not read here either.
+        report = Trust.walk(config.cache_dir, config.root, config.trust_shared_cache)
+        if report && !Trust.unusable?(report)
+          raise Error, "the cache in #{config.cache_dir} is not used: #{Trust::Words.problem(report)}; fix: " \
+                       "#{Trust::Words.fix(report, config.trust_shared_cache)}"
+        end
+        klass.open(store_path, readonly: !write, fail_safe: false, defer_writes: write,
+                               trust_shared_cache: config.trust_shared_cache)
       end
 
       def with_store(write: false)

@@ -2,6 +2,7 @@
 
 require_relative "entry"
 require_relative "iseq_binary"
+require_relative "../trust"
 
 module Loadout
   module CompileCache
@@ -88,7 +89,9 @@ module Loadout
       end
 
       def capture_entry(path, variant, before, iseq)
-        source = File.binread(path)
+        # A regular file only, opened non-blocking and checked as opened (a FIFO Ruby read from
+        # has nothing left to read: reading it again would block the app).
+        source = Trust.read_source(path) or return
         after = Digest.identity(path)
         return unless after == before # changed while Ruby compiled it: what it read is unknown
 

@@ -47,10 +47,10 @@ module Loadout
             RubyXXH64.digest(string.b, seed)
           end
 
+          # (A regular file only, opened non-blocking: a FIFO in its place never blocks a boot.)
           def file(path, seed = SEED)
-            RubyXXH64.digest(File.binread(path), seed)
-          rescue SystemCallError, IOError
-            nil
+            source = Trust.read_source(path)
+            source && RubyXXH64.digest(source, seed)
           end
 
           def matches?(string, offset, len, digest_offset)

@@ -170,7 +170,11 @@ module Loadout
         def build(path, options)
           identity = Digest.identity(path) or return nil
           verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-          source = File.binread(path)
+          # Only a regular file, read from a descriptor opened non-blocking and checked with fstat:
+          # a FIFO in the queue (a program that loads one) never blocks the compiler. compile_file
+          # opens the path again; a file swapped for a FIFO in between is what the worker's hard
+          # time limit is for.
+          source = Trust.read_source(path) or return nil
           digest = Digest.xxh64(source)
           negative = ->(why) { Entry.dump(Entry::NEGATIVE, identity, verified, digest, why.to_s) }
           # A literal "<main>" is the same object as the label it would be renamed with.

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../binary_file"
+require_relative "../trust"
 require_relative "capture"
 
 module Loadout
@@ -71,7 +71,7 @@ module Loadout
         @groups = {}
         @self_job = nil
         compile_all(groups) unless groups.empty?
-        Writer.write_self_cache(*self_job) if self_job
+        Writer.write_self_cache(*self_job, shared_cache?) if self_job
         @finished&.call
       rescue StandardError => e
         CompileCache.internal_error(:iseq, nil, e)
@@ -91,11 +91,12 @@ module Loadout
       end
 
       # Writes the self cache file +path+ for loadout's +files+ (atomically: a reader sees the old
-      # file or the new one; a failed write leaves no temp file). Unreadable files are left out.
-      #: (String, Array[String], Hash[Symbol, untyped]) -> void
-      def self.write_self_cache(path, files, options)
+      # file or the new one; a failed write leaves no temp file; created exclusively, with the
+      # cache's modes, see Trust). Unreadable files are left out.
+      #: (String, Array[String], Hash[Symbol, untyped], ?bool) -> void
+      def self.write_self_cache(path, files, options, shared = false)
         entries = files.filter_map { |file| (entry = ISeq.build(file, options)) && [file, entry] }
-        BinaryFile.atomic_write(path, SelfCache.dump(entries))
+        Trust.write_atomically(path, SelfCache.dump(entries), shared)
       rescue SystemCallError, IOError
         nil # the next boot compiles loadout's files itself and asks again
       end
@@ -107,6 +108,10 @@ module Loadout
 
         @hooked = true
         at_exit { run }
+      end
+
+      def shared_cache?
+        @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?
       end
 
       def compile_all(groups)

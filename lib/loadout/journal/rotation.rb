@@ -22,6 +22,8 @@ module Loadout
           end
         end
         live.sort_by { |id, _| id }
+      rescue Trust::Refused => e
+        refuse(e.report)
       end
 
       def rotate_locked
@@ -30,7 +32,7 @@ module Loadout
         path = Segments.path(@dir, number)
         buf = Segments.ids_record(String.new(encoding: Encoding::BINARY), [@reserved, @buffer.next_id - 1].max)
         entries.each { |id, payload| Store::Format.frame_id_into(buf, Store::Format::PUT, id, payload) }
-        io = BinaryFile.open(path, File::WRONLY | File::CREAT | File::TRUNC | File::APPEND)
+        io = open_checked(path, File::WRONLY | File::CREAT | File::TRUNC | File::APPEND)
         done = false
         begin
           written = 0

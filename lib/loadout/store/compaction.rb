@@ -16,10 +16,10 @@ module Loadout
       # +evict+: nil, or a callable (key, read, record bytes) -> true to leave the record out.
       def compact_locked(old, evict = nil)
         remove_stale_temp_files
-        tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(4).unpack1("H*")}"
+        tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
-        # another process compacts again right away.
-        out = BinaryFile.open(tmp, File::RDWR | File::CREAT | File::EXCL | File::APPEND)
+        # another process compacts again right away. Created exclusively, never through a symlink.
+        out = Trust.create_file(tmp, File::RDWR | File::APPEND, @shared)
         renamed = false
         begin
           map, live, written = copy_live(old, out, evict)
@@ -38,7 +38,7 @@ module Loadout
         old.close # releases the old lock; waiting writers find the new inode
         @index = Index.new(map, [live, 0, 0, 0, 0])
         @end = written
-        @hint_end = @end if Hint.write(@path, @file, @index, @end)
+        @hint_end = @end if Hint.write(@path, @file, @index, @end, @shared)
       end
 
       # Returns [new map, live bytes, bytes written].
@@ -89,15 +89,15 @@ module Loadout
       end
 
       # Files left by a process that died mid-write (a crash or SIGKILL: every other failure
-      # removes its own). We hold the lock, so no compaction is running; the other temps are
-      # abandoned once older than a minute, job files (a worker that never started) after an hour.
+      # removes its own). We hold the lock, so no compaction is running; the other temps (hint,
+      # self cache) are abandoned once older than a minute.
       def remove_stale_temp_files
         dir = File.dirname(@path)
         base = File.basename(@path)
         now = Time.now
         b = Regexp.escape(base)
         ages = { /\A#{b}\.compact\./ => 0, /\A#{b}\.(hint|self-\h+)\.tmp\./ => 60,
-                 /\A#{b}\.compile-\d+-\h+\.jobs\z/ => 3600 }
+                 /\A#{b}\.compile-\d+-\h+\.jobs\z/ => 0 } # (job files: from versions that had a worker)
         Dir.children(dir).each do |name|
           next unless name.start_with?(base)
 

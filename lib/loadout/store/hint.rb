@@ -22,8 +22,9 @@ module Loadout
       end
 
       # [Index, covered_end] from a hint that matches +file+, or nil.
-      def load(path, file)
-        data = File.binread(path_for(path))
+      # A hint that fails the trust rule raises Trust::Refused: the store refuses the whole cache.
+      def load(path, file, shared)
+        data = Trust.read(path_for(path), shared) or return nil
         fields, table = Format.hint_table(data)
         return nil unless fields
 
@@ -37,10 +38,10 @@ module Loadout
       end
 
       # Writes the hint for +index+, which covers file bytes [0, covered). Returns true on success;
-      # a failure only costs the next open a scan (and leaves no temp file: BinaryFile).
-      def write(path, file, index, covered)
-        BinaryFile.atomic_write(path_for(path), build(file, index, covered))
-        true
+      # a failure only costs the next open a scan. (The temp file is created exclusively under a
+      # random name and removed whatever fails: see Trust.write_atomically.)
+      def write(path, file, index, covered, shared)
+        Trust.write_atomically(path_for(path), build(file, index, covered), shared)
       rescue SystemCallError, IOError
         false
       end

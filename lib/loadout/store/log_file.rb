@@ -10,19 +10,20 @@ module Loadout
       # Linux writes at most 0x7ffff000 bytes per write(2); bigger batches are split by the caller.
       MAX_WRITE = 64 << 20
 
-      def self.open(path, writable)
+      # Opens and checks the store file (Trust: never through a symlink, a regular file of this
+      # user or root, not writable by others); raises Trust::Refused or SystemCallError.
+      def self.open(path, writable, shared)
         flags = writable ? File::RDWR | File::CREAT | File::APPEND : File::RDONLY
-        io = BinaryFile.open(path, flags)
-        new(path, io, writable)
+        io, st = Trust.open_file(path, flags, shared)
+        new(path, io, writable, st)
       end
 
       attr_reader :path, :dev, :ino, :io
 
-      def initialize(path, io, writable)
+      def initialize(path, io, writable, st = io.stat)
         @path = path
         @io = io
         @writable = writable
-        st = io.stat
         if st.directory?
           io.close
           raise Errno::EISDIR, path

@@ -13,6 +13,8 @@ module Loadout
         load_index if @file
         @writable = !@readonly && !@file.nil? && @file.writable? && !@foreign && !@newer
         check_contents
+      rescue Trust::Refused => e
+        refuse(e.report)
       rescue StandardError => e
         raise store_error(e) if !@fail_safe && (e.is_a?(SystemCallError) || e.is_a?(IOError))
         raise unless survivable?(e)
@@ -25,20 +27,15 @@ module Loadout
       end
 
       def open_readonly
-        LogFile.open(@path, false)
+        LogFile.open(@path, false, @shared)
       rescue Errno::ENOENT
         nil # a missing store is an empty one
       end
 
       def open_writable
         dir = File.dirname(@path)
-        # fileutils is required only here: loading it costs every boot ~13 ms (and would define
-        # FileUtils in a program that never asked for it).
-        unless File.directory?(dir)
-          require "fileutils"
-          FileUtils.mkdir_p(dir)
-        end
-        LogFile.open(@path, true)
+        Trust.make_dirs(dir, @shared) unless File.directory?(dir)
+        LogFile.open(@path, true, @shared)
       rescue Errno::EACCES, Errno::EPERM, Errno::EROFS, Errno::ENOSPC, Errno::EDQUOT => e
         raise store_error(e) unless @fail_safe
 
@@ -48,7 +45,7 @@ module Loadout
       end
 
       def load_index
-        @index, @end = Hint.load(@path, @file)
+        @index, @end = Hint.load(@path, @file, @shared)
         @hint_end = @end || -1
         unless @index
           @index = Index.new
@@ -90,6 +87,22 @@ module Loadout
 
       def store_error(error)
         StoreError.new(@path, *Problems.describe(error, @path))
+      end
+
+      # The store (or its hint) fails the trust rule: nothing more is read from it or written to it.
+      def refuse(report)
+        @file&.close
+        @file = nil
+        @index = Index.new
+        @end = 0
+        @writable = false
+        @refused = true
+        @pending&.clear
+        raise StoreError.new(@path, Trust::Words.problem(report), Trust::Words.fix(report, @shared)) unless @fail_safe
+
+        warn_once(Trust::Words.problem(report),
+                  "#{Trust::Words.fix(report, @shared)} (whoever can write it can make this program run their " \
+                  "code, so loadout neither reads nor writes it)")
       end
 
       # fail_safe: stop writing, say so once.

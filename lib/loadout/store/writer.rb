@@ -23,7 +23,7 @@ module Loadout
 
         begin
           write_pending if @writable && @pid == Process.pid
-          write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid
+          write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid && !@refused
         rescue StandardError => e
           raise unless survivable?(e)
 
@@ -48,7 +48,7 @@ module Loadout
       end
 
       def write_hint
-        @hint_end = @end if Hint.write(@path, @file, @index, @end)
+        @hint_end = @end if Hint.write(@path, @file, @index, @end, @shared)
       end
 
       def writing?
@@ -128,6 +128,9 @@ module Loadout
       # turn the store read-only.
       def guarded_write
         yield
+      rescue Trust::Refused => e # a hint or store file swapped for one that fails the rule
+        refuse(e.report)
+        nil
       rescue StoreError => e
         raise unless @fail_safe
 
@@ -199,7 +202,11 @@ module Loadout
       # A new descriptor for +path+; if it is another file (compacted), a new map too.
       def reopen
         old = @file
-        @file = LogFile.open(@path, true)
+        begin
+          @file = LogFile.open(@path, true, @shared)
+        rescue Trust::Refused => e
+          raise StoreError.new(@path, Trust::Words.problem(e.report), Trust::Words.fix(e.report, @shared))
+        end
         old&.close
         reload if old.nil? || old.ino != @file.ino || old.dev != @file.dev
       end

@@ -1,0 +1,150 @@
+/*
+ * Ruby binding of trust.c, registered on Loadout::Native (the Ruby twin is
+ * lib/loadout/trust/checks.rb; Loadout::Trust checks arguments before they get here):
+ *   trust_read(path, flags) -> the file's bytes (a binary String), nil when it does not exist, or
+ *     a problem report when it fails the rule (or cannot be read)
+ *   trust_walk(dir, root_or_nil, flags) -> nil when dir and its parents pass, or a problem report
+ *   trust_private_group?(gid) -> whether gid is the effective user's private group
+ *   trust_lstat(path, flags) -> nil when path is missing or a regular file passing the rule, else a
+ *     problem report (by path, without opening it: a quick look, not the check as opened)
+ * flags: 1 = a group-writable file is accepted (shared cache), 2 = any owner, symlinks followed
+ * (only the type is checked: a source file). A report is [problem, path, uid, gid, mode, errno],
+ * problem one of :missing :symlink :not_regular :not_directory :owner :group_writable
+ * :other_writable :error.
+ */
+#include "loadout.h"
+#include "trust.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const problem_names[] = {
+    "ok", "missing", "symlink", "not_regular", "not_directory", "owner", "group_writable", "other_writable", "error"
+};
+
+static VALUE
+report_ary(VALUE path, const lo_trust_report *r)
+{
+    int p = r->problem;
+    if (p < 0 || p > LO_TRUST_ERRNO) p = LO_TRUST_ERRNO;
+    VALUE out = rb_ary_new_capa(6);
+    rb_ary_push(out, ID2SYM(rb_intern(problem_names[p])));
+    rb_ary_push(out, path);
+    rb_ary_push(out, ULONG2NUM((unsigned long)r->uid));
+    rb_ary_push(out, ULONG2NUM((unsigned long)r->gid));
+    rb_ary_push(out, UINT2NUM((unsigned int)r->mode));
+    rb_ary_push(out, INT2NUM(r->err));
+    return out;
+}
+
+typedef struct {
+    int fd;
+    long size_hint;
+    VALUE str;
+    int err;
+} read_args;
+
+static VALUE
+read_all(VALUE p)
+{
+    read_args *a = (read_args *)p;
+    long cap = a->size_hint > 0 ? a->size_hint : 4096, n = 0;
+    a->str = rb_str_buf_new(cap);
+    for (;;) {
+        if (n == cap) { /* the file grew since fstat */
+            rb_str_set_len(a->str, n);
+            rb_str_modify_expand(a->str, cap);
+            cap = (long)rb_str_capacity(a->str);
+        }
+        ssize_t got = read(a->fd, RSTRING_PTR(a->str) + n, (size_t)(cap - n));
+        if (got == 0) break;
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            a->err = errno;
+            break;
+        }
+        n += got;
+    }
+    rb_str_set_len(a->str, n);
+    return Qnil;
+}
+
+static VALUE
+close_fd(VALUE p)
+{
+    close(((read_args *)p)->fd);
+    return Qnil;
+}
+
+static VALUE
+native_trust_read(VALUE self, VALUE path, VALUE flags)
+{
+    FilePathValue(path);
+    struct stat st;
+    lo_trust_report r;
+    int fd = lo_trust_open(StringValueCStr(path), NUM2INT(flags), &st, &r);
+    if (fd < 0) return r.problem == LO_TRUST_MISSING ? Qnil : report_ary(path, &r);
+
+    read_args a = { fd, (long)st.st_size, Qnil, 0 };
+    rb_ensure(read_all, (VALUE)&a, close_fd, (VALUE)&a);
+    if (a.err) {
+        r.problem = LO_TRUST_ERRNO;
+        r.err = a.err;
+        return report_ary(path, &r);
+    }
+    return a.str;
+}
+
+static VALUE
+native_trust_walk(VALUE self, VALUE dir, VALUE root, VALUE flags)
+{
+    FilePathValue(dir);
+    const char *c_root = NULL;
+    if (!NIL_P(root)) {
+        FilePathValue(root);
+        c_root = StringValueCStr(root);
+    }
+    char bad[PATH_MAX];
+    lo_trust_report r;
+    if (lo_trust_walk(StringValueCStr(dir), c_root, NUM2INT(flags), bad, sizeof(bad), &r) == LO_TRUST_OK) return Qnil;
+    return report_ary(rb_str_new_cstr(bad), &r);
+}
+
+static VALUE
+native_trust_lstat(VALUE self, VALUE path, VALUE flags)
+{
+    FilePathValue(path);
+    struct stat st;
+    lo_trust_report r;
+    if (lstat(StringValueCStr(path), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return Qnil;
+        memset(&r, 0, sizeof(r));
+        r.problem = LO_TRUST_ERRNO;
+        r.err = errno;
+        return report_ary(path, &r);
+    }
+    if (S_ISLNK(st.st_mode)) {
+        memset(&r, 0, sizeof(r));
+        r.problem = LO_TRUST_SYMLINK;
+        return report_ary(path, &r);
+    }
+    if (lo_trust_check(&st, 0, NUM2INT(flags), &r) == LO_TRUST_OK) return Qnil;
+    return report_ary(path, &r);
+}
+
+static VALUE
+native_trust_private_group_p(VALUE self, VALUE gid)
+{
+    return lo_trust_private_group((gid_t)NUM2ULONG(gid)) ? Qtrue : Qfalse;
+}
+
+void
+lo_trust_native_init(VALUE mNative)
+{
+    rb_define_module_function(mNative, "trust_private_group?", native_trust_private_group_p, 1);
+    rb_define_module_function(mNative, "trust_lstat", native_trust_lstat, 2);
+    rb_define_module_function(mNative, "trust_read", native_trust_read, 2);
+    rb_define_module_function(mNative, "trust_walk", native_trust_walk, 3);
+}
