@@ -70,14 +70,34 @@ class StoreTest < Minitest::Test
       s.put("old", "1")
       s.close
       hint = File.binread("#{path}.hint")
-      # The same bytes under a new inode (as after a copy) must not be trusted blindly...
+      # The same bytes under a new inode (as after a copy)...
       File.binwrite("#{path}.new", File.binread(path))
       File.rename("#{path}.new", path)
       Loadout::Store.open(path) { |r| r.put("new", "2") }
-      File.binwrite("#{path}.hint", hint) # ...nor a stale hint for an older inode
+      File.binwrite("#{path}.hint", hint) # ...with a hint that covers only a prefix of it now
       Loadout::Store.open(path) do |r|
         assert_equal "1", r.get("old")
         assert_equal "2", r.get("new")
+      end
+    end
+  end
+
+  # A CI cache restore or a Docker layer copies the cache dir: new inodes, same bytes. The hint is
+  # matched by content (covered length, CRC of the bytes that end it), so the copy opens without
+  # scanning its log.
+  test "a copied cache dir (new inodes) opens from its hint" do
+    with_store do |s, path|
+      200.times { |i| s.put("k#{i}", "v#{i}" * 20) }
+      s.close
+      copy = File.join(File.dirname(path), "copy")
+      Dir.mkdir(copy, 0o700)
+      [path, "#{path}.hint"].each { |f| File.binwrite(File.join(copy, File.basename(f)), File.binread(f)) }
+      File.chmod(0o600, *Dir[File.join(copy, "*")])
+      copied = File.join(copy, File.basename(path))
+      Loadout::Store.open(copied) do |r|
+        assert_equal File.size(copied), r.instance_variable_get(:@hint_end), "the hint covered the whole log"
+        assert_equal "v7" * 20, r.get("k7")
+        assert_equal 200, r.size
       end
     end
   end

@@ -9,6 +9,12 @@ module Loadout
     # the last 64 covered bytes) and ends with a CRC of itself; anything that does not match is
     # ignored and the log is scanned. Written to a temp file and renamed into place.
     #
+    # The device and inode are recorded but not required: a cache dir restored by copy (a CI
+    # cache, a Docker layer) has new inodes and the same bytes, and its hint must still serve.
+    # What identifies the log is its content: the covered length and the CRC of the bytes that end
+    # it (the last record's tail and CRC). A hint that still matched another log would only cost
+    # misses: every read checks the record's CRC and key.
+    #
     # Not fsynced: a hint that a crash leaves torn, empty or stale fails those checks and costs
     # the next open one scan of the log, never a wrong answer; an fsync would cost every boot
     # that wrote anything (a first boot, a CI boot) a disk flush at exit.
@@ -28,9 +34,8 @@ module Loadout
         fields, table = Format.hint_table(data)
         return nil unless fields
 
-        dev, ino, covered, tail_crc, *counters = fields
-        return nil unless dev == file.dev && ino == file.ino && covered <= file.size
-        return nil unless tail_crc(file, covered) == tail_crc
+        _dev, _ino, covered, tail_crc, *counters = fields
+        return nil unless covered <= file.size && tail_crc(file, covered) == tail_crc
 
         [Index.new({}, counters, base: table), covered]
       rescue SystemCallError, IOError
