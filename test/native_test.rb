@@ -42,7 +42,7 @@ class NativeTest < Minitest::Test
       _, err, status = ruby_in(dir, 'require "loadout"')
       assert status.success?, err
       assert_equal 1, err.lines.size, err
-      assert_equal "loadout: native extension unavailable (cannot load such file -- loadout/loadout_ext); using the " \
+      assert_equal "loadout: native extension unavailable (cannot load such file -- #{dir}/lib/loadout/loadout_ext); using the " \
                    "pure-Ruby backend, which is slower. Fix: build it with `rake compile` in #{dir}, using the Ruby " \
                    "that runs the app (Bundler does not build extensions of gems it loads from a path) (or set " \
                    "LOADOUT_PURE=1 to use the Ruby backend without this warning)\n", err

@@ -17,6 +17,8 @@ module Loadout
   # nil when nothing is left to go by (a deleted working directory and no main script file).
   module AppRoot # :nodoc:
     GEMFILES = %w[Gemfile gems.rb].freeze
+    # loadout's own checkout or gem dir: its executable is never the app's main script.
+    OWN = File.expand_path("../..", __dir__)
 
     module_function
 
@@ -36,6 +38,8 @@ module Loadout
       return nil if program.nil? || program.empty? || program.start_with?("-")
 
       path = absolute(program) or return nil
+      return nil if path.start_with?("#{OWN}/") # `loadout check` & co.: the app is where it runs
+
       File.file?(path) ? File.realpath(path) : nil
     rescue SystemCallError
       nil

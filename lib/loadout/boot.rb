@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/config"
+require_relative "config"
 
 module Loadout
   # The body of Loadout.setup: opens the store under the configured cache dir and installs the
@@ -70,7 +70,7 @@ module Loadout
         file = COMPONENT_FILES.fetch(name)
         return nil unless File.exist?(File.join(__dir__, "#{file}.rb"))
 
-        require "loadout/#{file}"
+        require_relative file
         Loadout.const_defined?(name, false) ? Loadout.const_get(name) : nil
       rescue ScriptError, StandardError => e # ScriptError: a file this Ruby cannot load or parse
         warn "loadout: #{name} failed to load (#{e.class}: #{e.message.lines.first&.chomp}); running without it"
@@ -136,7 +136,14 @@ module Loadout
         return unless store.respond_to?(:evictor=)
 
         eviction = nil
-        store.evictor = ->(key, read, len) { (eviction ||= Eviction.new(roots: roots)).call(key, read, len) }
+        store.evictor = lambda do |key, read, len|
+          eviction ||= begin
+            Eviction.new(roots: roots)
+          rescue ScriptError, StandardError # e.g. nothing can be required any more (an
+            ->(*) { false }                  # ASCII-incompatible default_external): keep all
+          end
+          eviction.call(key, read, len)
+        end
       end
 
       # Returns nil when cache_dir exists (or can be made) and is writable, else a short reason.

@@ -2,7 +2,7 @@
 
 require "optparse"
 require "rbconfig"
-require "loadout"
+require_relative "../loadout"
 
 module Loadout
   module Setup # :nodoc:
@@ -10,19 +10,19 @@ module Loadout
     @manual = true
   end
 end
-require "loadout/setup"
+require_relative "setup"
 
 module Loadout
   # `loadout COMMAND [options]`. Each command is a `<name>_command(argv)` method returning an
   # Integer exit status; `run` turns usage errors into message + usage on stderr and exit 1, and
   # any other failure into one line (the backtrace only with --debug).
   class CLI
-    autoload :Context, "loadout/cli/context"
-    autoload :Precompile, "loadout/cli/precompile"
-    autoload :Check, "loadout/cli/check"
-    autoload :StoreCommands, "loadout/cli/store_commands"
-    autoload :WorkerPool, "loadout/cli/worker_pool"
-    autoload :Progress, "loadout/cli/progress"
+    autoload :Context, File.expand_path("cli/context", __dir__)
+    autoload :Precompile, File.expand_path("cli/precompile", __dir__)
+    autoload :Check, File.expand_path("cli/check", __dir__)
+    autoload :StoreCommands, File.expand_path("cli/store_commands", __dir__)
+    autoload :WorkerPool, File.expand_path("cli/worker_pool", __dir__)
+    autoload :Progress, File.expand_path("cli/progress", __dir__)
 
     COMMANDS = {
       "precompile" => "fill the compile caches and build the load-path index for the current bundle",

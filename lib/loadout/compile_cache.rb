@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "loadout/error"
-require "loadout/instrumentation"
+require_relative "error"
+require_relative "instrumentation"
 
 module Loadout
   # Caches the expensive compile and parse steps of a boot in the store: Ruby instruction
@@ -18,21 +18,21 @@ module Loadout
     TRUST = [nil, :none, :stable, :all].freeze
     MISS_COMPILE = %i[capture exit].freeze
 
-    autoload :Counters, "loadout/compile_cache/counters"
-    autoload :Digest, "loadout/compile_cache/digest"
-    autoload :Entry, "loadout/compile_cache/entry"
-    autoload :Fidelity, "loadout/compile_cache/fidelity"
-    autoload :ISeq, "loadout/compile_cache/iseq"
-    autoload :ISeqBinary, "loadout/compile_cache/iseq_binary"
-    autoload :JSON, "loadout/compile_cache/json"
-    autoload :Key, "loadout/compile_cache/key"
-    autoload :LazyHook, "loadout/compile_cache/lazy_hook"
-    autoload :Serializer, "loadout/compile_cache/serializer"
-    autoload :Validator, "loadout/compile_cache/validator"
-    autoload :ValueHandler, "loadout/compile_cache/value_handler"
-    autoload :Values, "loadout/compile_cache/values"
-    autoload :Writer, "loadout/compile_cache/writer"
-    autoload :YAML, "loadout/compile_cache/yaml"
+    autoload :Counters, File.expand_path("compile_cache/counters", __dir__)
+    autoload :Digest, File.expand_path("compile_cache/digest", __dir__)
+    autoload :Entry, File.expand_path("compile_cache/entry", __dir__)
+    autoload :Fidelity, File.expand_path("compile_cache/fidelity", __dir__)
+    autoload :ISeq, File.expand_path("compile_cache/iseq", __dir__)
+    autoload :ISeqBinary, File.expand_path("compile_cache/iseq_binary", __dir__)
+    autoload :JSON, File.expand_path("compile_cache/json", __dir__)
+    autoload :Key, File.expand_path("compile_cache/key", __dir__)
+    autoload :LazyHook, File.expand_path("compile_cache/lazy_hook", __dir__)
+    autoload :Serializer, File.expand_path("compile_cache/serializer", __dir__)
+    autoload :Validator, File.expand_path("compile_cache/validator", __dir__)
+    autoload :ValueHandler, File.expand_path("compile_cache/value_handler", __dir__)
+    autoload :Values, File.expand_path("compile_cache/values", __dir__)
+    autoload :Writer, File.expand_path("compile_cache/writer", __dir__)
+    autoload :YAML, File.expand_path("compile_cache/yaml", __dir__)
 
     # What a handler needs from the installation: one per install!.
     Context = Struct.new(:store, :readonly, :trust, :key, :validator, :counters, :miss_compile) do # :nodoc:

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "rbconfig"
-require "loadout/error"
+require_relative "error"
 require_relative "app_root"
 
 module Loadout

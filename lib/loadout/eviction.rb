@@ -14,10 +14,10 @@ module Loadout
   #   options), and that variant's record. Boots record the variants they use at exit, at most
   #   once a day each (CompileCache::Key#seen_records): a warm boot reads a record or two, writes
   #   nothing more than once a day, never loads this file, and does none of it while files load.
-  # - A load path listing ("lp/ent/<dir>") whose directory no longer exists, and an index
-  #   ("lp/idx/...") whose $LOAD_PATH held files in a directory that no longer exists: that
-  #   $LOAD_PATH belongs to a bundle that is gone.
-  # Everything else (boot records, the recent-index list) is kept.
+  # - A load path listing ("lp/ent/<dir>") of a directory that existed when it was listed and no
+  #   longer does (a gem version replaced by `bundle update`); and the whole-$LOAD_PATH indexes
+  #   earlier versions stored ("lp/idx/...", "lp/recent"), which nothing reads any more.
+  # Everything else (boot records) is kept.
   class Eviction
     UNUSED_DAYS = 30
 
@@ -57,12 +57,22 @@ module Loadout
         day, = seen(key.delete_prefix(CompileCache::Key::SEEN_PREFIX), read)
         !day.nil? && aged?(day)
       elsif key.start_with?("lp/ent/")
-        !File.directory?(key.delete_prefix("lp/ent/").force_encoding(Encoding::UTF_8))
-      elsif key.start_with?("lp/idx/")
-        index_dead?(read.call(key))
+        listing_dead?(key, read)
+      elsif key.start_with?("lp/idx/", "lp/recent")
+        true # the whole-$LOAD_PATH indexes of earlier versions: listings are per directory now
       else
         false
       end
+    end
+
+    # A listing of a directory that is gone (a gem version replaced by `bundle update`). One that
+    # recorded a directory missing when it was listed (site dirs often are) is kept: it is a few
+    # bytes, and evicting it would have every boot list the directory again.
+    def listing_dead?(key, read)
+      return false if File.directory?(key.delete_prefix("lp/ent/").force_encoding(Encoding::UTF_8))
+
+      decoded = LoadPath::Codec.decode(read.call(key), nil)
+      decoded.nil? || !decoded.dirs.empty?
     end
 
     def compile_entry_dead?(key, read)
@@ -86,21 +96,5 @@ module Loadout
       end
     end
 
-    # An index stored by LoadPath::Snapshot: [FORMAT, fingerprint, metas, tables], metas
-    # [lpath, expanded, kind, table, local, dirs, mtimes, base, empty]. Dead when an entry that
-    # held files names a directory that is gone. Anything unexpected keeps it.
-    def index_dead?(raw)
-      return false unless raw
-
-      _, _, metas, = Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- written by LoadPath::Snapshot
-      return false unless metas.is_a?(Array)
-
-      metas.any? do |meta|
-        next false unless meta.is_a?(Array) && meta[1].is_a?(String) && meta[1].start_with?("/")
-        next false if meta[8] == true || !%i[stable volatile].include?(meta[2])
-
-        !File.directory?(meta[1])
-      end
-    end
   end
 end

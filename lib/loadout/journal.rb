@@ -1,17 +1,17 @@
 # frozen_string_literal: true
 
-require "loadout/error"
-require "loadout/store"
+require_relative "error"
+require_relative "store"
 
 module Loadout
   class Journal; end # before its parts reopen it (see store.rb)
 end
 
-require "loadout/journal/segments"
-require "loadout/journal/buffer"
-require "loadout/journal/recovery"
-require "loadout/journal/writing"
-require "loadout/journal/rotation"
+require_relative "journal/segments"
+require_relative "journal/buffer"
+require_relative "journal/recovery"
+require_relative "journal/writing"
+require_relative "journal/rotation"
 
 module Loadout
   # A durable append/ack/replay log (events that must survive SIGTERM, crashes and restarts).

@@ -1,14 +1,14 @@
 # frozen_string_literal: true
 
 require "rake"
-require "loadout/version"
-require "loadout/error"
-require "loadout/rake/run"
-require "loadout/rake/support"
-require "loadout/rake/file_task_patch"
-require "loadout/rake/task_patch"
-require "loadout/rake/task_manager_patch"
-require "loadout/rake/backtrace_patch"
+require_relative "version"
+require_relative "error"
+require_relative "rake/run"
+require_relative "rake/support"
+require_relative "rake/file_task_patch"
+require_relative "rake/task_patch"
+require_relative "rake/task_manager_patch"
+require_relative "rake/backtrace_patch"
 
 module Loadout
   # `require "loadout/rake"` (in a Rakefile, or RUBYOPT=-rloadout/rake) makes Rake's FileTask

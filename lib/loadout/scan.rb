@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "rbconfig"
-require "loadout/native"
+require_relative "native"
 
 module Loadout
   # Lists a directory tree in one walk (seed 000): every requirable file, every directory and each

@@ -4,7 +4,7 @@
 # loadout on with settings taken from the environment. This file is the only place that reads
 # LOADOUT_* variables; README "Configuration" lists every one of them.
 
-require "loadout"
+require_relative "../loadout"
 require_relative "app_root"
 
 module Loadout

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/instrumentation"
+require_relative "instrumentation"
 
 module Loadout
   # What a boot did, for people: Loadout.log! prints every event; Stats.enable! (LOADOUT_STATS=1)

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "loadout/error"
-require "loadout/instrumentation"
+require_relative "error"
+require_relative "instrumentation"
 
 module Loadout
   # Defined before its parts reopen it: a part's `class Store` would otherwise trigger the
@@ -10,16 +10,16 @@ module Loadout
 end
 
 require_relative "trust"
-require "loadout/store/format"
-require "loadout/store/log_file"
-require "loadout/store/index"
-require "loadout/store/hint"
-require "loadout/store/problems"
-require "loadout/store/registry"
-require "loadout/store/opener"
-require "loadout/store/writer"
-require "loadout/store/compaction"
-require "loadout/store/enumeration"
+require_relative "store/format"
+require_relative "store/log_file"
+require_relative "store/index"
+require_relative "store/hint"
+require_relative "store/problems"
+require_relative "store/registry"
+require_relative "store/opener"
+require_relative "store/writer"
+require_relative "store/compaction"
+require_relative "store/enumeration"
 
 module Loadout
   # A crash-safe, append-only key/value log shared by many processes (Bitcask-style): every cache
@@ -143,6 +143,7 @@ module Loadout
       key = binary(key)
       value = binary(value)
       return oversized(key, value) unless Format.within_limits?(key.bytesize, value.bytesize)
+      return nil if @mutex.owned? # a write from code loaded inside the store's own work: dropped
 
       @mutex.synchronize do
         next unless writing?

@@ -130,15 +130,23 @@ module Loadout
       def create_exclusive(prefix, shared, suffix: "")
         path = "#{prefix}#{Process.pid}.#{Random.urandom(8).unpack1("H*")}#{suffix}"
         io = create_file(path, File::WRONLY, shared)
+        written = false
         begin
           yield io
+          io.close # flushes: a full disk or a file size limit fails here
+          written = true
         ensure
-          io.close
+          # Any failure, an interrupt included: the half-written file goes.
+          unless written
+            begin
+              io.close unless io.closed?
+            rescue SystemCallError, IOError
+              nil
+            end
+            unlink_quietly(path)
+          end
         end
         path
-      rescue StandardError
-        unlink_quietly(path) if io
-        raise
       end
 
       # A new file at +path+ (O_CREAT|O_EXCL|O_NOFOLLOW: it must not exist, not even as a symlink)
@@ -154,12 +162,15 @@ module Loadout
       # when it did; a failure leaves the old file (or none) and no temp file.
       #: (String, String, bool) -> bool
       def write_atomically(path, data, shared)
+        tmp = nil
+        renamed = false
         tmp = create_exclusive("#{path}.tmp.", shared) { |io| io.write(data) }
         File.rename(tmp, path)
-        true
+        renamed = true
       rescue SystemCallError, IOError
-        unlink_quietly(tmp) if tmp
         false
+      ensure
+        unlink_quietly(tmp) if tmp && !renamed # an interrupt between the write and the rename too
       end
 
       # mkdir -p for a directory loadout owns: every directory it creates gets dir_mode.

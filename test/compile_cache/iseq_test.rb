@@ -382,19 +382,23 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
-  test "capture: one process at a time stores what it captured (parallel cold boots do the work once)" do
+  test "capture: parallel cold boots on one cache store each file once" do
     files = { "lib/a.rb" => "puts :a\n" }
     with_app(files) do |app, store|
       FileUtils.mkdir_p(File.dirname(store))
-      holder = File.open("#{store}.capture", File::RDWR | File::CREAT, 0o600)
-      holder.flock(File::LOCK_EX) # another booting process holds the lease
-      refused = boot(app, store, "load File.join(APP, 'lib/a.rb')", miss_compile: :capture)
-      assert_equal 0, refused.count(:iseq, :compiles)
-      assert_empty cc_keys(store, "i")
-      holder.close
-      stored = boot(app, store, "load File.join(APP, 'lib/a.rb')", miss_compile: :capture)
-      assert_equal 1, stored.count(:iseq, :compiles)
+      barrier = File.join(File.dirname(store), "barrier")
+      # Both children miss lib/a.rb on an empty store, then load it at the same moment.
+      code = lambda do |me, other|
+        "File.write(#{"#{barrier}.#{me}".dump}, '')\n" \
+          "sleep 0.01 until File.exist?(#{"#{barrier}.#{other}".dump})\n" \
+          "load File.join(APP, 'lib/a.rb')"
+      end
+      boots = [%w[1 2], %w[2 1]].map do |me, other|
+        Thread.new { boot(app, store, code.call(me, other), miss_compile: :capture) }
+      end.map(&:value)
+      assert_equal 1, boots.sum { |b| b.count(:iseq, :compiles) }, "one of them stored it, the other saw it stored"
       assert_equal 1, cc_keys(store, "i").size
+      assert_equal ["a\n", "a\n"], boots.map(&:stdout)
     end
   end
 

@@ -2,7 +2,7 @@
 
 # Generates the real Rails 7.2 app that the tests under test/rails boot with and without loadout.
 # It is built at test time, never vendored: `rails new` (sqlite3) from the bundle in
-# test/rails/Gemfile (bin/setup-deps installs it into vendor/bundle), a dozen scaffolds, a
+# test/rails/Gemfile (bin/setup-deps installs it into vendor/rails-bundle), a dozen scaffolds, a
 # namespaced model (billing.rb + billing/invoice.rb, an explicit namespace), then the files of
 # test/rails/app_template copied over it (a concern, an implicit namespace with no payments.rb, a
 # custom autoload path lib/extras, YAML locales, on_load probes, seeds), `require "loadout/setup"`
@@ -23,7 +23,7 @@ module RailsAppGenerator
   REPO = File.expand_path("../..", __dir__)
   GEMFILE = File.join(__dir__, "Gemfile")
   TEMPLATE = File.join(__dir__, "app_template")
-  BUNDLE_PATH = File.join(REPO, "vendor/bundle")
+  BUNDLE_PATH = File.join(REPO, "vendor/rails-bundle")
   APPS_DIR = File.join(REPO, "tmp/rails_app")
   DONE_MARKER = ".generated"
   # A throwaway key: production boots need one, the app has no secret worth keeping.
@@ -32,7 +32,7 @@ module RailsAppGenerator
   # What the app does not need to be a real app for require/autoload purposes: no JavaScript
   # bundling (it would need node and more gems), no bootsnap (loadout is the boot cache under
   # test), no git, Docker, CI or linters, no browser-driven system tests, and no network install
-  # (the Gemfile is rewritten and installed from vendor/bundle below).
+  # (the Gemfile is rewritten and installed from vendor/rails-bundle below).
   RAILS_NEW_OPTIONS = %w[--name=shop --database=sqlite3 --skip-bundle --skip-git --skip-docker --skip-javascript
                          --skip-hotwire --skip-bootsnap --skip-dev-gems --skip-rubocop --skip-brakeman --skip-ci
                          --skip-system-test --skip-decrypted-diffs --quiet].freeze
@@ -110,7 +110,7 @@ module RailsAppGenerator
     run!(REPO, "bundle", "exec", "rails", "new", dir, *RAILS_NEW_OPTIONS, env: bundle_env)
   end
 
-  # The app resolves against the gems already in vendor/bundle: the lock of test/rails, plus the
+  # The app resolves against the gems already in vendor/rails-bundle: the lock of test/rails, plus the
   # loadout path gem, installed with --local (no network).
   def install_bundle(dir)
     File.write(File.join(dir, "Gemfile"), <<~RUBY)

@@ -53,7 +53,7 @@ class BinaryIOTest < Minitest::Test
   # reworked elsewhere (its $LOADED_FEATURES bookkeeping is not yet ready for non-ASCII-compatible
   # encodings); everything else is on.
   COMBOS = [%w[UTF-8 UTF-8 lp], %w[ISO-8859-1 Windows-31J lp], %w[Windows-31J UTF-8 lp], %w[UTF-8 - lp],
-            %w[UTF-16LE - nolp]].freeze
+            %w[UTF-16LE - lp]].freeze
 
   def boot(dir, combo, with:)
     result = spawn_ruby("boot.rb", *combo, chdir: dir, env: { "WITH_LOADOUT" => with ? "1" : "0" })
@@ -70,8 +70,8 @@ class BinaryIOTest < Minitest::Test
 
   def assert_hint_covers_store(dir, combo)
     path = File.join(dir, "cache", "store")
-    file = Loadout::Store::LogFile.open(path, false)
-    hint = Loadout::Store::Hint.load(path, file)
+    file = Loadout::Store::LogFile.open(path, false, false)
+    hint = Loadout::Store::Hint.load(path, file, false)
     refute_nil hint, "#{combo.inspect}: the hint file is missing or does not match the store"
     assert_equal file.size, hint[1], "#{combo.inspect}: the hint does not cover the whole store"
   ensure

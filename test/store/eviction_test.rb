@@ -79,25 +79,20 @@ class EvictionTest < Minitest::Test
     end
   end
 
-  test "load path listings of missing directories, and indexes naming a directory that held files, go" do
-    with_files([["lib/here/x.rb", "1"], ["empty/"]]) do |dir|
+  test "listings of directories that are gone go, unless they recorded the directory missing; old indexes go" do
+    with_files([["lib/here/x.rb", "1"], ["lib/gone/y.rb", "2"]]) do |dir|
       here = File.join(dir, "lib/here")
       gone = File.join(dir, "lib/gone")
-      index = lambda do |metas|
-        Marshal.dump([4, "fp", metas, []])
-      end
+      never = File.join(dir, "lib/never") # missing when it was listed (a site dir often is)
+      listing = ->(path) { Loadout::LoadPath::Codec.encode(path, ["x.rb"], [""], [1], []) }
       entries = {
-        "lp/ent/#{here}" => "listing", "lp/ent/#{gone}" => "listing",
-        "lp/idx/live" => index.([[here, here, :stable, 0, 0, nil, nil, nil, false]]),
-        "lp/idx/dead" => index.([[here, here, :stable, 0, 0, nil, nil, nil, false],
-                                 [gone, gone, :volatile, 1, 0, [], [], nil, false]]),
-        "lp/idx/empty_gone" => index.([[gone, gone, :volatile, nil, nil, [], [], nil, true]]),
-        "lp/idx/relative" => index.([["lib", gone, :relative, nil, nil, nil, nil, nil, false]]),
-        "lp/idx/garbage" => "not marshal", "lp/recent" => "r", "lp/boot" => "b",
+        "lp/ent/#{here}" => listing.(here), "lp/ent/#{gone}" => listing.(gone),
+        "lp/ent/#{never}" => Loadout::LoadPath::Codec.encode(never, [], [], [], []),
+        "lp/idx/old" => "an index of an earlier version", "lp/recent" => "r", "lp/boot" => "b"
       }
+      FileUtils.rm_rf(gone)
       left, = compact_with(dir, entries, [dir])
-      assert_equal ["lp/boot", "lp/ent/#{here}", "lp/idx/empty_gone", "lp/idx/garbage", "lp/idx/live",
-                    "lp/idx/relative", "lp/recent"].sort, left
+      assert_equal ["lp/boot", "lp/ent/#{here}", "lp/ent/#{never}"].sort, left
     end
   end
 
@@ -135,7 +130,7 @@ class EvictionTest < Minitest::Test
   test "an evictor that raises keeps the entry" do
     with_files([["app/"]]) do |dir|
       eviction = Loadout::Eviction.new(roots: [File.join(dir, "app")])
-      refute eviction.call("lp/idx/x", ->(_) { raise IOError, "boom" }, 10)
+      refute eviction.call("lp/ent/#{dir}/gone", ->(_) { raise IOError, "boom" }, 10)
       assert_equal 0, eviction.count
     end
   end

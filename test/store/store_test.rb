@@ -102,6 +102,22 @@ class StoreTest < Minitest::Test
     end
   end
 
+  test "claim decides with another writer's latest value in view, and writes at once" do
+    with_store(defer_writes: true) do |s, path|
+      other = Loadout::Store.open(path, defer_writes: true)
+      begin
+        assert other.claim("k") { |current| current.nil? ? "first" : nil }
+        seen = nil
+        refute s.claim("k") { |current| (seen = current) && nil }, "nothing written when the block says nil"
+        assert_equal "first", seen, "the other handle's write was caught up under the lock"
+        assert s.claim("k") { |current| "#{current}+second" }
+        assert_equal "first+second", other.get("k").then { other.claim("x") { nil }; other.get("k") }
+      ensure
+        other.close
+      end
+    end
+  end
+
   test "a damaged hint is ignored and rebuilt from the log" do
     with_store do |s, path|
       20.times { |i| s.put("k#{i}", "v#{i}") }

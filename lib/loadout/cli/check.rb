@@ -131,7 +131,7 @@ module Loadout
 
       def check_compile_cache(store, ctx, files, kinds)
         cache = Boot.component(:CompileCache)
-        require "loadout/compile_cache/checker" if cache && !cache.respond_to?(:check)
+        require_relative "../compile_cache/checker" if cache && !cache.respond_to?(:check)
         enabled = ctx.config.compile_cache & kinds
         all_hit = true
         kinds.each do |kind|

@@ -21,10 +21,10 @@ module Loadout
     #   A compile that printed a warning for the file is not stored (a cached ISeq would not
     #   print it again); one made without -w is marked VERBOSE_WARNINGS (not served under -w,
     #   where Ruby might warn). Under Coverage nothing is captured (Ruby's compile differs).
-    # - Once: several processes booting on one empty cache (parallel test workers) would each
-    #   store everything. The first to miss takes a lease (a non-blocking flock on
-    #   "<store>.capture") and keeps it until it exits; the others leave their misses to it.
-    #   A forked child does not inherit the right to store.
+    # - Once: several processes booting on one empty cache (parallel test workers) compile the
+    #   same files. Each capture is written with Store#claim, under the store's append lock with
+    #   every process's writes in view: a process that finds the same source already stored by
+    #   another skips its to_binary. Written at once (not deferred to exit), so the others see it.
     class Capture # :nodoc:
       def initialize(store, key, counters)
         @store = store
@@ -33,14 +33,11 @@ module Loadout
         @pending = {} # path => [variant, identity at the miss]
         @warned = {}
         @tracepoint = nil
-        @lease = nil
-        @lease_pid = nil
-        @refused = false
       end
 
       # A miss of +path+ under +variant+; +identity+: its stat now (before Ruby reads it), or nil.
       def want(path, variant, identity)
-        return unless identity && leased?
+        return unless identity
 
         @pending[path] = [variant, identity]
         start
@@ -51,7 +48,6 @@ module Loadout
         @tracepoint&.disable
         @tracepoint = nil
         @pending.clear
-        release
       end
 
       # Called by the WarningWatch while capturing: a warning Ruby printed for +path+.
@@ -95,8 +91,22 @@ module Loadout
         after = Digest.identity(path)
         return unless after == before # changed while Ruby compiled it: what it read is unknown
 
+        digest = Digest.xxh64(source)
+        stored = @store.claim(@key.for("i", variant, path)) do |current|
+          # Another process stored the same source (one captured without -w is replaced by a -w one).
+          next nil if current && Entry.source_digest(current) == digest &&
+                       !($VERBOSE && (Entry.flags_of(current) & Entry::VERBOSE_WARNINGS) != 0)
+
+          entry_for(path, before, source, digest, iseq)
+        end
+        @counters.add(:iseq, :compiles, 1) if stored
+      rescue SystemCallError, IOError
+        nil
+      end
+
+      def entry_for(path, identity, source, digest, iseq)
         binary = iseq.to_binary
-        return if failed_parse?(iseq, binary)
+        return nil if failed_parse?(iseq, binary)
 
         flags = Entry::RAW
         flags |= Entry::VERBOSE_WARNINGS unless $VERBOSE # compiled without -w: unknown under -w
@@ -105,12 +115,7 @@ module Loadout
           flags |= Entry::PINNED_PATH # a path the source spells out cannot be relocated
         end
         verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-        entry = Entry.dump(flags, before, verified, Digest.xxh64(source), binary,
-                           path: iseq.path, realpath: iseq.absolute_path.to_s)
-        @store.put(@key.for("i", variant, path), entry)
-        @counters.add(:iseq, :compiles, 1)
-      rescue SystemCallError, IOError
-        nil
+        Entry.dump(flags, identity, verified, digest, binary, path: iseq.path, realpath: iseq.absolute_path.to_s)
       end
 
       # A file that does not parse still reaches :script_compiled (Ruby 3.1 compiles an empty body,
@@ -127,38 +132,6 @@ module Loadout
         return false unless defined?(::Coverage)
 
         ::Coverage.respond_to?(:state) ? ::Coverage.state != :idle : ::Coverage.running?
-      end
-
-      # Whether this process may store captures (see the class comment).
-      def leased?
-        return @lease_pid == Process.pid if @lease
-        return false if @refused
-
-        path = @store.respond_to?(:path) && @store.path
-        return @refused = true unless path
-
-        file = File.open("#{path}.capture", File::RDWR | File::CREAT | File::BINARY, 0o600)
-        if file.flock(File::LOCK_EX | File::LOCK_NB)
-          @lease = file
-          @lease_pid = Process.pid
-          true
-        else
-          file.close
-          @refused = true
-          false
-        end
-      rescue SystemCallError, IOError
-        @refused = true
-        false
-      end
-
-      def release
-        return unless @lease && @lease_pid == Process.pid
-
-        @lease.close
-        @lease = nil
-      rescue IOError
-        nil
       end
     end
 

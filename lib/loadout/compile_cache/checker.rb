@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache"
-require "loadout/compile_cache/key"
-require "loadout/compile_cache/entry"
-require "loadout/compile_cache/validator"
+require_relative "../compile_cache"
+require_relative "key"
+require_relative "entry"
+require_relative "validator"
 require_relative "value_calls"
 
 module Loadout

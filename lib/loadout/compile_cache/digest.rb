@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/native"
+require_relative "../native"
 
 module Loadout
   module CompileCache

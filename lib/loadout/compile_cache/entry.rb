@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/digest"
+require_relative "digest"
 
 module Loadout
   module CompileCache
@@ -68,6 +68,20 @@ module Loadout
           head = [MAGIC, FORMAT_VERSION, flags, size, mtime, ctime, verified, ino, dev, digest,
                   Digest.xxh64(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(LAYOUT)
           head << path << realpath << payload.b
+        end
+
+        # The source digest recorded in stored entry bytes, or nil when they are not an entry.
+        #: (String) -> Integer?
+        def source_digest(blob)
+          return nil unless blob.bytesize >= HEAD && blob.start_with?(MAGIC)
+
+          blob.unpack1("Q<", offset: DIGEST_AT)
+        end
+
+        # The flags of stored entry bytes (0 when they are not an entry).
+        #: (String) -> Integer
+        def flags_of(blob)
+          blob.bytesize >= HEAD && blob.start_with?(MAGIC) ? blob.getbyte(5) : 0
         end
 
         # Parses stored bytes; nil when they are not an intact entry (wrong magic or version,

@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/entry"
+require_relative "entry"
 # Loaded with this file, not on first use: a file loaded later goes through this handler itself.
-require "loadout/compile_cache/iseq_binary"
-require "loadout/compile_cache/writer"
-require "loadout/compile_cache/lazy_hook"
+require_relative "iseq_binary"
+require_relative "writer"
+require_relative "lazy_hook"
 
 module Loadout
   module CompileCache

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/value_handler"
+require_relative "value_handler"
 
 module Loadout
   module CompileCache

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/digest"
+require_relative "digest"
 
 module Loadout
   module CompileCache

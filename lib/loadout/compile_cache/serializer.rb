@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/entry"
+require_relative "entry"
 # Fidelity is autoloaded: only storing a value needs it, and a warm boot stores none.
 
 module Loadout

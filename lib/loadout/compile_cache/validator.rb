@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/digest"
-require "loadout/compile_cache/entry"
+require_relative "digest"
+require_relative "entry"
 
 module Loadout
   module CompileCache

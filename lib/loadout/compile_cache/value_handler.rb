@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/lazy_hook"
+require_relative "lazy_hook"
 
 module Loadout
   module CompileCache

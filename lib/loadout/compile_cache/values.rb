@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-require "loadout/compile_cache/digest"
-require "loadout/compile_cache/entry"
-require "loadout/compile_cache/serializer"
+require_relative "digest"
+require_relative "entry"
+require_relative "serializer"
 require_relative "value_calls"
 
 module Loadout

@@ -95,6 +95,10 @@ module Loadout
       # cache's modes, see Trust). Unreadable files are left out.
       #: (String, Array[String], Hash[Symbol, untyped], ?bool) -> void
       def self.write_self_cache(path, files, options, shared = false)
+        # compile_file reads in the default external encoding: one that is not ASCII-compatible
+        # (an app may set it) cannot read source; a later boot writes the self cache.
+        return unless Encoding.default_external.ascii_compatible?
+
         entries = files.filter_map { |file| (entry = ISeq.build(file, options)) && [file, entry] }
         Trust.write_atomically(path, SelfCache.dump(entries), shared)
       rescue SystemCallError, IOError
@@ -115,6 +119,8 @@ module Loadout
       end
 
       def compile_all(groups)
+        return unless Encoding.default_external.ascii_compatible? # see write_self_cache
+
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
         @counters.add(:iseq, :compiles, Writer.compile_into(@store, @key, groups))
         @counters.add(:iseq, :compile_ns, Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - started)

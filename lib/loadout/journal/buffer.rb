@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/store/format"
+require_relative "../store/format"
 
 module Loadout
   class Journal

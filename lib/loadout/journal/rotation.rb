@@ -61,7 +61,7 @@ module Loadout
       end
 
       def fsync_dir
-        File.open(@dir, File::RDONLY) { |d| d.fsync }
+        File.open(@dir, File::RDONLY, binmode: true) { |d| d.fsync }
       rescue SystemCallError, IOError
         nil
       end

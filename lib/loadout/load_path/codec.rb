@@ -39,13 +39,14 @@ module Loadout
            tag, base, file_blob, dir_blob, mtimes.pack("q*")].join.b
         end
 
-        # Decoded(base, files blob, dirs blob, mtimes blob) or nil.
+        # Decoded(base, files blob, dirs blob, mtimes blob) or nil. +ignore+ nil: any ignore list
+        # (for readers that only look at the directories, like Eviction).
         def decode(raw, ignore)
           return nil unless raw.is_a?(String) && raw.bytesize >= HEADER && raw.start_with?(MAGIC)
 
           stamp_len, base_len, file_len, dir_len, count = raw.unpack("L<5", offset: 4)
           return nil unless raw.bytesize == HEADER + stamp_len + base_len + file_len + dir_len + (count * 8)
-          return nil unless raw.byteslice(HEADER, stamp_len) == stamp(ignore)
+          return nil unless ignore.nil? || raw.byteslice(HEADER, stamp_len) == stamp(ignore)
 
           at = HEADER + stamp_len
           base = raw.byteslice(at, base_len)

@@ -38,7 +38,7 @@ module Loadout
 
         def precompile #: () -> void
           begin
-            require "loadout/cli"
+            require_relative "../cli"
           rescue LoadError => e
             raise RakeTaskError.new("loadout:precompile",
                                     "the loadout CLI is unavailable (#{e.message}); install the complete loadout gem")

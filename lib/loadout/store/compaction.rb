@@ -83,7 +83,7 @@ module Loadout
       end
 
       def fsync_dir
-        File.open(File.dirname(@path), File::RDONLY) { |d| d.fsync }
+        File.open(File.dirname(@path), File::RDONLY, binmode: true) { |d| d.fsync }
       rescue SystemCallError, IOError
         nil # some file systems refuse fsync on a directory; the rename itself is already atomic
       end
@@ -93,17 +93,20 @@ module Loadout
       # self cache) are abandoned once older than a minute.
       def remove_stale_temp_files
         dir = File.dirname(@path)
-        base = File.basename(@path)
-        now = Time.now
-        b = Regexp.escape(base)
-        ages = { /\A#{b}\.compact\./ => 0, /\A#{b}\.(hint|self-\h+)\.tmp\./ => 60,
-                 /\A#{b}\.compile-\d+-\h+\.jobs\z/ => 0 } # (job files: from versions that had a worker)
-        Dir.children(dir).each do |name|
+        base = File.basename(@path).b
+        old = Time.now - 60
+        # Names as bytes: Dir.children answers in Encoding.default_external, which an app may set
+        # to one that is not ASCII-compatible.
+        Dir.children(dir, encoding: Encoding::BINARY).each do |name|
           next unless name.start_with?(base)
 
-          _, age = ages.find { |re, _| re.match?(name) }
-          full = File.join(dir, name)
-          BinaryFile.unlink_quietly(full) if age && (age.zero? || (File.mtime(full) < now - age rescue false))
+          full = File.join(dir.b, name)
+          rest = name.byteslice(base.bytesize, name.bytesize)
+          if rest.start_with?(".compact.") || rest.match?(/\A\.compile-\d+-\h+\.jobs\z/n) # (jobs: versions with a worker)
+            BinaryFile.unlink_quietly(full)
+          elsif rest.match?(/\A\.(hint|self-\h+)\.tmp\./n)
+            BinaryFile.unlink_quietly(full) if (File.mtime(full) < old rescue false)
+          end
         end
       rescue SystemCallError
         nil

@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
-require "loadout/native"
+require_relative "../native"
 # The Ruby twins, loaded only where they run (tests load them on both backends): a native boot
 # would otherwise compile 5 KB of Ruby it never calls.
 unless Loadout::BACKEND == :native
-  require "loadout/store/crc32c"
-  require "loadout/store/ruby_format"
+  require_relative "crc32c"
+  require_relative "ruby_format"
 end
 
 module Loadout

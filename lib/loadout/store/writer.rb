@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "loadout/store/format"
+require_relative "format"
 
 module Loadout
   class Store
@@ -15,6 +15,38 @@ module Loadout
       # by SWEEP_MIN_GROWTH: the log stays within about 1.5x what a sweep leaves plus one batch
       # of writes, and a sweep copies at most two bytes per byte appended since the last one.
       SWEEP_MIN_GROWTH = 256 << 10
+
+      # Writes +key+ from what the block returns, deciding with every process's latest writes
+      # in view: under the append lock, with the map caught up, the block gets the current value
+      # (nil when none) and returns the bytes to append now, or nil to leave it. Parallel
+      # processes that would all store the same thing (cold boots on one cache) do it once.
+      # Returns true when it wrote. Not deferred, whatever defer_writes says.
+      #: (String) { (String?) -> String? } -> bool
+      def claim(key)
+        key = binary(key)
+        return false if @mutex.owned? # from code that runs inside the store's own work
+
+        @mutex.synchronize do
+          next false unless writing?
+
+          written = guarded_write do
+            with_write_lock do |file|
+              packed = @index.lookup(key)
+              current = @pending&.key?(key) ? @pending[key] : packed && read_value(key, packed)
+              current = nil if current.equal?(DELETED)
+              value = yield current
+              next false unless value.is_a?(String)
+              next false unless Format.within_limits?(key.bytesize, value.bytesize)
+
+              @pending&.delete(key)
+              buf = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::PUT, key, value.b)
+              write_records(file, buf, [Format::PUT, key, 0, buf.bytesize])
+              true
+            end
+          end
+          written == true
+        end
+      end
 
       private
 
