@@ -110,10 +110,18 @@ module Loadout
       value
     end
 
+    # File.expand_path, with what it raises on (a ~user that does not exist, ~ without a home)
+    # reported as the option's error.
+    def expand(name, value, base = nil)
+      File.expand_path(value, base)
+    rescue ArgumentError => e
+      raise ConfigError.new(name, value, "a path that expands (#{e.message}); a leading ~ means a home directory")
+    end
+
     def expand_root(value)
       return File.expand_path(Dir.pwd) if value.nil?
 
-      File.expand_path(path_string(:root, value))
+      expand(:root, path_string(:root, value))
     end
 
     def expand_cache_dir(value)
@@ -121,7 +129,11 @@ module Loadout
         raise ConfigError.new(:cache_dir, value, "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
       end
 
-      File.expand_path(path_string(:cache_dir, value), @root)
+      dir = path_string(:cache_dir, value)
+      # Every key and message built from it would raise on the first Regexp or String#strip.
+      raise ConfigError.new(:cache_dir, value, "a path whose bytes are valid #{dir.encoding}") unless dir.valid_encoding?
+
+      expand(:cache_dir, dir, @root)
     end
 
     def boolean(name, value)
@@ -160,11 +172,11 @@ module Loadout
 
       value.map do |dir|
         dir = dir.to_path if dir.respond_to?(:to_path)
-        unless dir.is_a?(String) && !dir.empty? && !dir.include?("\0")
+        unless dir.is_a?(String) && !dir.empty? && !dir.include?("\0") && dir.valid_encoding?
           raise ConfigError.new(:ignore_directories, value, accepted)
         end
 
-        (dir.include?("/") ? File.expand_path(dir, @root) : dir).freeze
+        (dir.include?("/") ? expand(:ignore_directories, dir, @root) : dir).freeze
       end.uniq.freeze
     end
   end
