@@ -8,7 +8,8 @@
 #
 #   ruby bench/boot.rb [--gems N] [--files N] [--yaml N] [--rounds N] [--seed N] [--small]
 #                      [--dev] [--strace] [--valgrind] [--out FILE]
-#   loadout bench [same options]
+#
+# (`loadout bench`, in an app, times that app's own boot instead: see Loadout::CLI::Bench.)
 #
 # Writes bench/results/boot-<date>.md. Last line:
 # bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
@@ -27,7 +28,7 @@ ROOT = File.expand_path("..", __dir__)
 ARGS = ARGV.dup.freeze
 opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false }
 OptionParser.new do |o|
-  o.banner = "Usage: ruby bench/boot.rb [options]   (also: loadout bench [options])"
+  o.banner = "Usage: ruby bench/boot.rb [options]"
   o.on("--gems N", Integer, "gem directories on $LOAD_PATH (default #{opts[:gems]})") { |v| opts[:gems] = v }
   o.on("--files N", Integer, "Ruby files across the gems (default #{opts[:files]})") { |v| opts[:files] = v }
   o.on("--yaml N", Integer, "YAML locale files read at boot (default #{opts[:yaml]})") { |v| opts[:yaml] = v }

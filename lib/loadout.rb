@@ -19,6 +19,8 @@ module Loadout
   autoload :Stats, "loadout/stats"
   autoload :SelfCache, "loadout/self_cache"
   autoload :CLI, "loadout/cli"
+  autoload :LastBoot, File.expand_path("loadout/last_boot", __dir__)
+  autoload :LoadedFiles, File.expand_path("loadout/loaded_files", __dir__)
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.

@@ -74,11 +74,12 @@ module Loadout
     # Directories cache keys are made relative to, most specific first: the app root, every gem
     # home, and Ruby's prefix. A cache built under the same roots elsewhere stays valid.
     def roots #: () -> Array[String]
-      @roots ||= begin
-        gem_dirs = defined?(Gem) ? Gem.path : []
-        ([@root] + gem_dirs.map { |d| File.expand_path(d) } + [File.expand_path(RbConfig::CONFIG["prefix"])])
-          .uniq.freeze
-      end
+      @roots ||= Config.roots_for(@root, defined?(Gem) ? Gem.path : [])
+    end
+
+    # The roots for an app at +root+ whose boot sees +gem_path+ (the CLI asks the app's bundle).
+    def self.roots_for(root, gem_path) #: (String, Array[String]) -> Array[String]
+      ([root] + gem_path.map { |d| File.expand_path(d) } + [File.expand_path(RbConfig::CONFIG["prefix"])]).uniq.freeze
     end
 
     def to_h #: () -> Hash[Symbol, untyped]
@@ -131,9 +132,9 @@ module Loadout
 
       dir = path_string(:cache_dir, value)
       # Every key and message built from it would raise on the first Regexp or String#strip.
-      raise ConfigError.new(:cache_dir, value, "a path whose bytes are valid #{dir.encoding}") unless dir.valid_encoding?
+      return expand(:cache_dir, dir, @root) if dir.valid_encoding?
 
-      expand(:cache_dir, dir, @root)
+      raise ConfigError.new(:cache_dir, value, "a path whose bytes are valid #{dir.encoding}")
     end
 
     def boolean(name, value)

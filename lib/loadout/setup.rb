@@ -112,9 +112,9 @@ module Loadout
       def string(env, name, accepted)
         raw = env[name]
         return nil if raw.nil?
-        raise ConfigError.new(name, raw, "#{accepted}, in valid #{raw.encoding} (or plain ASCII)") unless raw.valid_encoding?
+        return raw.strip.empty? ? nil : raw if raw.valid_encoding?
 
-        raw.strip.empty? ? nil : raw
+        raise ConfigError.new(name, raw, "#{accepted}, in valid #{raw.encoding} (or plain ASCII)")
       end
 
       def trust(env)

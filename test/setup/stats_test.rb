@@ -80,29 +80,33 @@ class StatsTest < Minitest::Test
     assert_equal [[:miss, "/app/x.rb", { cache: :iseq, reason: :mtime }]], seen
   end
 
-  test "the boot record is plain data that round-trips through the store" do
-    store = Object.new
-    def store.put(key, value)
-      @data = [key, value]
-      nil
+  test "the last boot's numbers round-trip through the file beside the store" do
+    with_files do |dir|
+      store = File.join(dir, "store")
+      data = { "at" => 5, "pid" => 7, "program" => "bin/rails server\nx", "wrote" => false, "setup_ms" => 1.25,
+               "load_path" => { "hits" => 3, "restored" => true }, "compile_cache" => { "iseq" => { "reasons" => { "mtime" => 2 } } } }
+      assert Loadout::LastBoot.write(store, data)
+      assert_equal({ "at" => 5, "pid" => 7, "program" => "bin/rails server x", "wrote" => false, "setup_ms" => 1.25,
+                     "load_path.hits" => 3, "load_path.restored" => true, "compile_cache.iseq.reasons.mtime" => 2 },
+                   Loadout::LastBoot.read(store))
+      assert_equal 0o600, File.stat("#{store}.last-boot").mode & 0o777
+      assert_equal ["store.last-boot"], Dir.children(dir), "no temp file left behind"
     end
-
-    def store.get(key)
-      @data && @data[0] == key ? @data[1] : nil
-    end
-    Loadout::Stats.record(store)
-    snap = Loadout::Stats.last_boot(store)
-    assert_equal Process.pid, snap["pid"]
-    assert_equal Loadout::BACKEND.to_s, snap["backend"]
-    assert_kind_of Hash, snap["components"]
-    assert_equal({ "a" => [1, :b, "Object"] }, Loadout::Stats.plain({ "a" => [1, :b, Object] }))
   end
 
-  test "a damaged boot record reads as none" do
-    store = Object.new
-    def store.get(_key)
-      "\x04\x08garbage"
+  test "a last-boot file that is not ours reads as none; it is never written through a symlink" do
+    with_files([["store.last-boot", "\x04\bgarbage"], ["victim", "keep"]]) do |dir|
+      store = File.join(dir, "store")
+      assert_nil Loadout::LastBoot.read(store)
+      File.delete("#{store}.last-boot")
+      File.symlink(File.join(dir, "victim"), "#{store}.last-boot")
+      assert Loadout::LastBoot.write(store, { "pid" => 1 })
+      assert_equal "keep", File.read(File.join(dir, "victim"))
+      refute File.symlink?("#{store}.last-boot"), "the rename replaced the link, not its target"
+      FileUtils.chmod(0o500, dir)
+      refute Loadout::LastBoot.write(store, { "pid" => 2 }) unless Process.uid.zero?
+    ensure
+      FileUtils.chmod(0o700, dir)
     end
-    assert_nil Loadout::Stats.last_boot(store)
   end
 end

@@ -4,6 +4,7 @@ require "loadout/compile_cache"
 require "loadout/compile_cache/key"
 require "loadout/compile_cache/entry"
 require "loadout/compile_cache/validator"
+require_relative "../loaded_files"
 
 module Loadout
   module CompileCache
@@ -11,9 +12,11 @@ module Loadout
     # would the next boot do with this file's cache entry? It repeats the boot's decisions
     # (Validator with readonly: true, so a digest match appends nothing).
     #
-    # ISeq entries are looked up under the variant this process would use (the default compile
-    # options). YAML and JSON variants depend on the method and keywords the app calls with,
-    # which only the app knows, so any variant of the file counts: the best answer wins.
+    # With a boot's record of what it loaded (LoadedFiles), the exact entry is checked: the ISeq
+    # variant that boot used (+variant+), the YAML/JSON store key it looked up (+key+). Without
+    # one, ISeq entries are looked up under the variant this process would use (the default
+    # compile options), and since YAML and JSON variants depend on the method and keywords the
+    # app calls with, which only the app knows, any variant of the file counts.
     class Checker # :nodoc:
       RANK = { hit: 0, stale: 1, missing: 2 }.freeze
 
@@ -25,20 +28,21 @@ module Loadout
       end
 
       # [status, reason]: status is :hit, :stale or :missing.
-      #: (String, Symbol) -> [Symbol, String?]
-      def check(path, kind)
+      #: (String, Symbol, ?variant: String?, ?key: String?) -> [Symbol, String?]
+      def check(path, kind, variant: nil, key: nil)
         path = File.expand_path(path)
-        keys = kind == :iseq ? [iseq_key(path)] : data_keys(path, kind == :yaml ? "y" : "j")
+        return check_entry(path, key) if key
+
+        keys = kind == :iseq ? [iseq_key(path, variant)] : data_keys(path, kind == :yaml ? "y" : "j")
         return [:missing, "no entry"] if keys.empty?
 
-        keys.map { |key| check_entry(path, key) }.min_by { |status, _| RANK.fetch(status) }
+        keys.map { |k| check_entry(path, k) }.min_by { |status, _| RANK.fetch(status) }
       end
 
       private
 
-      def iseq_key(path)
-        options = RubyVM::InstructionSequence.compile_option.sort_by { |k, _| k.to_s }.inspect
-        @key.for("i", @key.variant(:iseq, options), path)
+      def iseq_key(path, variant)
+        @key.for("i", variant || LoadedFiles.iseq_variant(@key), path)
       end
 
       # Every stored key of this kind for +path+, whatever its variant.
@@ -80,14 +84,15 @@ module Loadout
 
     class << self
       # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
+      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see Checker).
       # One Checker per store and roots is reused, so a whole check lists the store once.
-      #: (store: untyped, path: String, kind: Symbol, roots: Array[String]) -> [Symbol, String?]
-      def check(store:, path:, kind:, roots:)
+      #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?) -> [Symbol, String?]
+      def check(store:, path:, kind:, roots:, variant: nil, key: nil)
         raise ConfigError.new(:kind, kind, KINDS.map(&:inspect).join(", ")) unless KINDS.include?(kind)
 
         @checker = nil unless @checker && @checker_for == [store, roots]
         @checker_for = [store, roots]
-        (@checker ||= Checker.new(store, roots)).check(path, kind)
+        (@checker ||= Checker.new(store, roots)).check(path, kind, variant: variant, key: key)
       end
     end
   end
