@@ -54,7 +54,8 @@ module Loadout
         meta_raw, files_raw = Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- written by #record
         meta = Marshal.load(meta_raw) # rubocop:disable Security/MarshalLoad
         files = Marshal.load(files_raw) # rubocop:disable Security/MarshalLoad
-        return nil unless meta.is_a?(Hash) && meta["format"] == FORMAT && files.is_a?(Hash) && files["roots"].is_a?(Array)
+        return nil unless meta.is_a?(Hash) && meta["format"] == FORMAT
+        return nil unless files.is_a?(Hash) && files["roots"].is_a?(Array)
 
         files.merge("meta" => meta, "iseq" => unpack_iseq(files["iseq"]))
       rescue StandardError, TypeError

@@ -248,7 +248,8 @@ class CLITest < Minitest::Test
     with_app(files) do |app|
       run = cli("precompile", app: app)
       assert_equal 0, run.status, run.err
-      assert_match(/\Aloadout precompile: 8 files \(iseq 6, yaml 1, json 1\) in \d+\.\d s with 1 worker; 0 skipped \(do not load\); 0 failed; /, run.out)
+      assert_match(/\Aloadout precompile: 8 files \(iseq 6, yaml 1, json 1\) in \d+\.\d s with 1 worker; /, run.out)
+      assert_includes run.out, "; 0 skipped (do not load); 0 failed; "
       assert_equal 1, run.out.lines.size
       assert File.file?(store_path(app)), "precompile creates the store"
     end
@@ -264,7 +265,8 @@ class CLITest < Minitest::Test
   end
 
   test "precompile reports files that do not load as skipped, not failed: exit 0" do
-    with_app([["lib/ok.rb", "A = 1"], ["lib/bad.rb", "def ("], ["config/bad.yml", "a: [1"], ["config/bad.json", "{"]]) do |app|
+    files = [["lib/ok.rb", "A = 1"], ["lib/bad.rb", "def ("], ["config/bad.yml", "a: [1"], ["config/bad.json", "{"]]
+    with_app(files) do |app|
       run = cli("precompile", app: app)
       # A Ruby syntax error is not reported: the ISeq cache lets Ruby compile a miss itself, and
       # the app would fail on that file anyway (Bootsnap skips them too).

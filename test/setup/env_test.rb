@@ -92,13 +92,17 @@ class SetupEnvTest < Minitest::Test
   test "LOADOUT_DISABLE_{ISEQ,YAML,JSON}_CACHE turn one compile cache kind off each" do
     assert_equal %i[yaml json], config("LOADOUT_DISABLE_ISEQ_CACHE" => "1").compile_cache
     assert_equal %i[iseq json], config("LOADOUT_DISABLE_YAML_CACHE" => "1").compile_cache
-    assert_equal %i[iseq], config("LOADOUT_DISABLE_YAML_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "yes").compile_cache
-    all_off = config("LOADOUT_DISABLE_ISEQ_CACHE" => "1", "LOADOUT_DISABLE_YAML_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "1")
+    two_off = config("LOADOUT_DISABLE_YAML_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "yes")
+    assert_equal %i[iseq], two_off.compile_cache
+    all_off = config(Loadout::Setup::KIND_SWITCHES.values.to_h { |name| [name, "1"] })
     refute all_off.compile_cache?
     assert all_off.load_path_cache
     assert_equal [], config("LOADOUT_DISABLE_COMPILE_CACHE" => "1", "LOADOUT_DISABLE_ISEQ_CACHE" => "0").compile_cache
     # A bad per-kind value is refused even when the whole compile cache is off.
-    assert_raises(Loadout::ConfigError) { config("LOADOUT_DISABLE_COMPILE_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "x") }
+    error = assert_raises(Loadout::ConfigError) do
+      config("LOADOUT_DISABLE_COMPILE_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "x")
+    end
+    assert_equal "LOADOUT_DISABLE_JSON_CACHE", error.name
   end
 
   test "LOADOUT_CACHE_DIR: a ~user that does not exist is a ConfigError naming the variable" do

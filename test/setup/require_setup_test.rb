@@ -59,7 +59,8 @@ class RequireSetupTest < Minitest::Test
       sleep 2.1 # past the racy window of the files just copied, or the next boot revalidates (and writes)
       first = spawn_ruby("-e", script, env: env, chdir: app)
       assert first.success?, first.stderr
-      assert_equal "1", first.stdout.lines.last.chomp # a first boot stores values (fidelity.rb), records without stats.rb
+      # A first boot stores values (fidelity.rb) and records what it loaded without loading stats.rb.
+      assert_equal "1", first.stdout.lines.last.chomp
       Loadout::Store.open(File.join(app, "tmp/cache/loadout/store"), readonly: true) do |store|
         assert store.key?(Loadout::LoadedFiles::KEY), "a first boot records what it loaded"
       end

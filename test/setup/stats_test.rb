@@ -84,7 +84,8 @@ class StatsTest < Minitest::Test
     with_files do |dir|
       store = File.join(dir, "store")
       data = { "at" => 5, "pid" => 7, "program" => "bin/rails server\nx", "wrote" => false, "setup_ms" => 1.25,
-               "load_path" => { "hits" => 3, "restored" => true }, "compile_cache" => { "iseq" => { "reasons" => { "mtime" => 2 } } } }
+               "load_path" => { "hits" => 3, "restored" => true },
+               "compile_cache" => { "iseq" => { "reasons" => { "mtime" => 2 } } } }
       assert Loadout::LastBoot.write(store, data)
       assert_equal({ "at" => 5, "pid" => 7, "program" => "bin/rails server x", "wrote" => false, "setup_ms" => 1.25,
                      "load_path.hits" => 3, "load_path.restored" => true, "compile_cache.iseq.reasons.mtime" => 2 },

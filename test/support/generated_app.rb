@@ -57,8 +57,23 @@ module Loadout
         ["app.rb", MAIN],
         ["config/app.yml", "name: shop\nitems: [1, 2]\n"],
         ["config/settings.json", %({"currency": "EUR", "tax": 0.2}\n)],
-        ["lib/shop.rb", "require_relative \"shop/pricing\"\nmodule Shop\n  def self.total(xs)\n    Pricing.sum(xs)\n  end\nend\n"],
-        ["lib/shop/pricing.rb", "module Shop\n  module Pricing\n    def self.sum(xs)\n      xs.sum\n    end\n  end\nend\n"],
+        ["lib/shop.rb", <<~RUBY],
+          require_relative "shop/pricing"
+          module Shop
+            def self.total(xs)
+              Pricing.sum(xs)
+            end
+          end
+        RUBY
+        ["lib/shop/pricing.rb", <<~RUBY],
+          module Shop
+            module Pricing
+              def self.sum(xs)
+                xs.sum
+              end
+            end
+          end
+        RUBY
         ["lib/shop/unused.rb", "module Shop\n  UNUSED = true\nend\n"],
         ["lib/templates/model.rb", "class <%= name %> < ApplicationRecord\nend\n"],
         ["test/fixtures/broken.yml", "<% 3.times do |i| %>\nrow_<%= i %>: {{\n<% end %>\n"],
@@ -89,7 +104,12 @@ module Loadout
 
       # The fake gem installed into the vendored bundle: what a gem ships besides what it loads.
       FAKEYAML = [
-        ["lib/fakeyaml.rb", "require \"yaml\"\nmodule Fakeyaml\n  DATA = YAML.load_file(File.join(__dir__, \"fakeyaml/data.yml\"))\nend\n"],
+        ["lib/fakeyaml.rb", <<~RUBY],
+          require "yaml"
+          module Fakeyaml
+            DATA = YAML.load_file(File.join(__dir__, "fakeyaml/data.yml"))
+          end
+        RUBY
         ["lib/fakeyaml/data.yml", "types: [a, b]\n"],
         ["lib/generators/fakeyaml/templates/config.yml", "<%= app_name %>:\n  key: {{ value\n"],
         ["lib/generators/fakeyaml/templates/model.rb", "class <%= class_name %>\nend\n"],
@@ -166,7 +186,8 @@ module Loadout
           full = File.basename(spec, ".gemspec")
           FileUtils.mkdir_p(File.join(bundle, "specifications"))
           FileUtils.cp(spec, File.join(bundle, "specifications"))
-          FileUtils.cp_r(File.join(BUNDLE, "gems", full), File.join(bundle, "gems", full).tap { |d| FileUtils.mkdir_p(File.dirname(d)) })
+          FileUtils.mkdir_p(File.join(bundle, "gems"))
+          FileUtils.cp_r(File.join(BUNDLE, "gems", full), File.join(bundle, "gems", full))
           Dir.glob(File.join(BUNDLE, "extensions", "*", "*", full)).each do |ext|
             target = File.join(bundle, ext.delete_prefix(BUNDLE))
             FileUtils.mkdir_p(File.dirname(target))

@@ -29,8 +29,8 @@ module Loadout
           return own unless gemfile
           return own if own_bundle?(gemfile)
 
-          out, err, status = Open3.capture3({ "BUNDLE_GEMFILE" => gemfile }, RbConfig.ruby, "-rbundler/setup", "-e", SCRIPT,
-                                            chdir: root, binmode: true)
+          out, err, status = Open3.capture3({ "BUNDLE_GEMFILE" => gemfile }, RbConfig.ruby, "-rbundler/setup",
+                                            "-e", SCRIPT, chdir: root, binmode: true)
           unless status.success?
             line = err.lines.reject { |l| l.strip.empty? }.last.to_s.strip[0, 300]
             return own.tap { |r| r.error = "bundler/setup failed in #{root}: #{line}" }

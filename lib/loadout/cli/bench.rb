@@ -47,7 +47,9 @@ module Loadout
           end
         end
         return 0 unless ctx
-        raise UsageError.new("bench: unexpected argument #{rest.first} (put the command after --)", ctx.help) unless rest.empty?
+        unless rest.empty?
+          raise UsageError.new("bench: unexpected argument #{rest.first} (put the command after --)", ctx.help)
+        end
         raise UsageError.new("bench: no command after --", ctx.help) if command&.empty?
 
         @root = ctx.config.root
@@ -99,25 +101,27 @@ module Loadout
 
       # One boot in +dir+ with +env+ added; returns its wall time. A failing boot stops the bench.
       def boot(dir, env)
-        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         env = LOADOUT_ON.merge(env)
         gemfile = ENV["BUNDLE_GEMFILE"].to_s
         # Under `bundle exec`, the copy of the app boots with its own Gemfile, not the original's.
-        env["BUNDLE_GEMFILE"] = File.join(dir, gemfile.delete_prefix("#{@root}/")) if dir != @root && gemfile.start_with?("#{@root}/")
+        if dir != @root && gemfile.start_with?("#{@root}/")
+          env["BUNDLE_GEMFILE"] = File.join(dir, gemfile.delete_prefix("#{@root}/"))
+        end
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         pid = Process.spawn(env, *@command, chdir: dir, pgroup: true, in: File::NULL, out: File::NULL, err: File::NULL)
         _, status = Process.wait2(pid)
         seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
         drain(pid)
-        raise Error, "bench: `#{@command.join(" ")}` failed in #{dir} (#{status}); run it yourself to see why" unless status.success?
+        return seconds if status.success?
 
-        seconds
+        raise Error, "bench: `#{@command.join(" ")}` failed in #{dir} (#{status}); run it yourself to see why"
       end
 
       def ensure_loadout!(cache_dir)
         return if File.file?(File.join(cache_dir, "store"))
 
-        raise Error, "bench: `#{@command.join(" ")}` did not set loadout up (nothing was written to LOADOUT_CACHE_DIR); " \
-                     "its boot must `require \"loadout/setup\"` (or give the command after --)"
+        raise Error, "bench: `#{@command.join(" ")}` did not set loadout up (nothing was written to " \
+                     "LOADOUT_CACHE_DIR); its boot must `require \"loadout/setup\"` (or give the command after --)"
       end
 
       # A cache filled by booting a copy of the app at another path.
@@ -177,7 +181,8 @@ module Loadout
         plain = median(rows.first[1])
         out.puts format("  %-32s %10s %10s %9s", "", "median", "fastest", "vs plain")
         rows.each do |label, list|
-          out.puts format("  %-32s %7.0f ms %7.0f ms %8.2fx", label, median(list) * 1000, list.min * 1000, plain / median(list))
+          out.puts format("  %-32s %7.0f ms %7.0f ms %8.2fx", label, median(list) * 1000, list.min * 1000,
+                          plain / median(list))
         end
       end
 

@@ -37,7 +37,7 @@ module Loadout
       def run
         opts = { gemfile: false, excludes: [], kinds: FileSelection::KINDS.keys }
         dirs, ctx = @cli.parse(@argv, "check", BANNER) do |o|
-          o.on("--gemfile", "also check the files of the bundle's gems (their load path dirs)") { opts[:gemfile] = true }
+          o.on("--gemfile", "also check the bundle's gems (their load path dirs)") { opts[:gemfile] = true }
           o.on("--exclude REGEX", "skip paths matching REGEX (repeatable)") { |v| opts[:excludes] << Regexp.new(v) }
           FileSelection::KINDS.each_key { |kind| o.on("--no-#{kind}", "skip #{kind} files") { opts[:kinds] -= [kind] } }
         end

@@ -44,8 +44,8 @@ module Loadout
         target = [store_path, dir].find { |path| File.exist?(path) && !File.writable?(path) }
         return unless target
 
-        raise Error, "#{command}: #{target} is not writable by this user (#{owner(target)}); " \
-                     "fix: run as that user, make it writable, or give --cache-dir / LOADOUT_CACHE_DIR another directory"
+        raise Error, "#{command}: #{target} is not writable by this user (#{owner(target)}); fix: run as that " \
+                     "user, make it writable, or give --cache-dir / LOADOUT_CACHE_DIR another directory"
       rescue SystemCallError => e
         raise Error, "#{command}: cannot create the cache dir #{dir} (#{e.message.sub(/ @ .*/, "")}); " \
                      "fix: create it writable for this user, or give --cache-dir / LOADOUT_CACHE_DIR another directory"

@@ -60,7 +60,8 @@ module Loadout
         dirs.each do |dir|
           result = Scan.call(dir, extensions: exts.select { |e| e.start_with?(".") }, ignore: @ignore)
           paths = result.files.map { |rel| File.join(dir, rel) }
-          paths += exts.reject { |e| e.start_with?(".") }.map { |name| File.join(dir, name) }.select { |p| File.file?(p) }
+          names = exts.reject { |e| e.start_with?(".") } # "Rakefile"
+          paths += names.map { |name| File.join(dir, name) }.select { |p| File.file?(p) }
           paths.each do |path|
             next if excludes.any? { |re| re.match?(path) }
 

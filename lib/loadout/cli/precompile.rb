@@ -39,7 +39,10 @@ module Loadout
         files = File.read(argv.last).split("\0")
         precompile = new(cli, [])
         precompile.roots = roots
-        precompile.compile_files(ctx, files, kinds.to_s.split(",").map(&:to_sym)) { |line| cli.out.puts line; cli.out.flush }
+        precompile.compile_files(ctx, files, kinds.to_s.split(",").map(&:to_sym)) do |line|
+          cli.out.puts line
+          cli.out.flush
+        end
         0
       end
 
@@ -54,7 +57,7 @@ module Loadout
       def run
         opts = { gemfile: false, jobs: nil, excludes: [], kinds: KINDS.keys }
         dirs, ctx = @cli.parse(@argv, "precompile", BANNER) do |o|
-          o.on("--gemfile", "also compile the files of the bundle's gems (their load path dirs)") { opts[:gemfile] = true }
+          o.on("--gemfile", "also compile the bundle's gems (their load path dirs)") { opts[:gemfile] = true }
           o.on("-j", "--jobs N", Integer, "worker processes (default: CPUs allowed by cgroup limits; 0 or 1: inline)") do |n|
             raise OptionParser::InvalidArgument, "--jobs #{n}: must be 0 or more" if n.negative?
 
@@ -199,13 +202,15 @@ module Loadout
 
       def summary(files, failures, bad, index, seconds)
         counts = KINDS.keys.filter_map { |kind| (n = files.count { |k, _| k == kind }).positive? && "#{kind} #{n}" }
-        line = format("loadout precompile: %d files (%s) in %.1f s with %d worker%s; %d skipped (do not load); %d failed; %s",
-                      files.size, counts.join(", "), seconds, @jobs || 1, @jobs == 1 ? "" : "s", bad.size, failures.size,
-                      index)
+        workers = @jobs || 1
+        line = format("loadout precompile: %d files (%s) in %.1f s with %d worker%s; %d skipped (do not load); " \
+                      "%d failed; %s", files.size, counts.join(", "), seconds, workers, workers == 1 ? "" : "s",
+                      bad.size, failures.size, index)
         line += "; compile cache skipped (#{@skipped})" if @skipped
         out.puts line
         unless bad.empty?
-          out.puts "  skipped: these files do not load (a boot that loads one raises the same error, with or without loadout):"
+          out.puts "  skipped: these files do not load (a boot that loads one raises the same error, with or " \
+                   "without loadout):"
           bad.first(SHOWN).each { |f| out.puts "    #{f}" }
           out.puts "    ... #{bad.size - SHOWN} more" if bad.size > SHOWN
         end

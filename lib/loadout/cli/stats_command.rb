@@ -82,11 +82,11 @@ module Loadout
         return unless loaded
 
         meta = loaded["meta"]
-        counts = { "Ruby" => loaded["iseq"]&.last&.size, "YAML" => loaded["yaml"]&.size, "JSON" => loaded["json"]&.size }
-        files = counts.filter_map { |name, n| "#{n} #{name}" if n }.join(", ")
+        counts = { "Ruby" => loaded["iseq"]&.last, "YAML" => loaded["yaml"], "JSON" => loaded["json"] }
+        files = counts.filter_map { |name, list| "#{list.size} #{name}" if list }.join(", ")
         out.puts "loaded files: #{files} files through the compile cache, recorded #{time(meta["at"])} by pid " \
-                 "#{meta["pid"]} `#{meta["program"]}` (what `loadout check` checks; a boot that writes records its own " \
-                 "when they differ)"
+                 "#{meta["pid"]} `#{meta["program"]}` (what `loadout check` checks; a boot that writes records " \
+                 "its own when they differ)"
       end
 
       # [[label, { field => value }]]: one row per component, one per compile cache kind.

@@ -73,7 +73,9 @@ module Loadout
         raise UsageError.new("clean: --all cannot be combined with --kind/--variant", ctx.help) if all && (kinds.any? || variants.any?)
 
         unknown = kinds - KINDS
-        raise UsageError.new("clean: unknown kind #{unknown.first}; use #{KINDS.join(", ")}", ctx.help) unless unknown.empty?
+        unless unknown.empty?
+          raise UsageError.new("clean: unknown kind #{unknown.first}; use #{KINDS.join(", ")}", ctx.help)
+        end
 
         return clean_all(ctx) if all
         return missing(ctx) unless ctx.store_exists?

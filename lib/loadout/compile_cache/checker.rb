@@ -86,7 +86,8 @@ module Loadout
       # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
       # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see Checker).
       # One Checker per store and roots is reused, so a whole check lists the store once.
-      #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?) -> [Symbol, String?]
+      #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?)
+      #:   -> [Symbol, String?]
       def check(store:, path:, kind:, roots:, variant: nil, key: nil)
         raise ConfigError.new(:kind, kind, KINDS.map(&:inspect).join(", ")) unless KINDS.include?(kind)
 
