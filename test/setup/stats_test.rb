@@ -91,23 +91,49 @@ class StatsTest < Minitest::Test
                      "load_path.hits" => 3, "load_path.restored" => true, "compile_cache.iseq.reasons.mtime" => 2 },
                    Loadout::LastBoot.read(store))
       assert_equal 0o600, File.stat("#{store}.last-boot").mode & 0o777
-      assert_equal ["store.last-boot"], Dir.children(dir), "no temp file left behind"
+      assert_equal ["store.last-boot"], Dir.children(dir)
     end
   end
 
-  test "a last-boot file that is not ours reads as none; it is never written through a symlink" do
-    with_files([["store.last-boot", "\x04\bgarbage"], ["victim", "keep"]]) do |dir|
+  test "a last-boot file that is not ours, or torn by a concurrent write, reads as none" do
+    with_files([["store.last-boot", "\x04\bgarbage"]]) do |dir|
       store = File.join(dir, "store")
       assert_nil Loadout::LastBoot.read(store)
-      File.delete("#{store}.last-boot")
-      File.symlink(File.join(dir, "victim"), "#{store}.last-boot")
-      assert Loadout::LastBoot.write(store, { "pid" => 1 })
-      assert_equal "keep", File.read(File.join(dir, "victim"))
-      refute File.symlink?("#{store}.last-boot"), "the rename replaced the link, not its target"
-      FileUtils.chmod(0o500, dir)
-      refute Loadout::LastBoot.write(store, { "pid" => 2 }) unless Process.uid.zero?
-    ensure
-      FileUtils.chmod(0o700, dir)
+      first = Loadout::LastBoot.dump({ "pid" => 1, "program" => "a" * 3000 }, "aaaa")
+      second = Loadout::LastBoot.dump({ "pid" => 2, "program" => "b" * 3000 }, "bbbb")
+      assert_equal [Loadout::LastBoot::SIZE] * 2, [first.bytesize, second.bytesize]
+      File.binwrite("#{store}.last-boot", first.byteslice(0, 2048) + second.byteslice(2048..))
+      assert_nil Loadout::LastBoot.read(store)
+      File.binwrite("#{store}.last-boot", second)
+      assert_equal 2, Loadout::LastBoot.read(store)["pid"]
     end
+  end
+
+  test "the last-boot file is overwritten in place, never through a symlink or a hard link" do
+    with_files([["victim", "keep"]]) do |dir|
+      store = File.join(dir, "store")
+      File.symlink(File.join(dir, "victim"), "#{store}.last-boot")
+      refute Loadout::LastBoot.write(store, { "pid" => 1 })
+      File.delete("#{store}.last-boot")
+      File.link(File.join(dir, "victim"), "#{store}.last-boot")
+      refute Loadout::LastBoot.write(store, { "pid" => 1 })
+      assert_equal "keep", File.read(File.join(dir, "victim"))
+      File.delete("#{store}.last-boot")
+      assert Loadout::LastBoot.write(store, { "pid" => 1, "program" => "long" * 300 })
+      ino = File.stat("#{store}.last-boot").ino
+      assert Loadout::LastBoot.write(store, { "pid" => 2 })
+      assert_equal [ino, Loadout::LastBoot::SIZE], [File.stat("#{store}.last-boot").ino, File.size("#{store}.last-boot")]
+      assert_equal({ "pid" => 2 }, Loadout::LastBoot.read(store))
+    end
+  end
+
+  test "a record too long for the block keeps its first lines whole" do
+    data = { "pid" => 3 }.merge((1..400).to_h { |i| ["reason#{i}", i] })
+    record = Loadout::LastBoot.dump(data, "n")
+    assert_equal Loadout::LastBoot::SIZE, record.bytesize
+    parsed = Loadout::LastBoot.parse(record)
+    assert_equal 3, parsed["pid"]
+    assert_operator parsed.size, :>, 100
+    assert_equal (1..(parsed.size - 1)).map { |i| "reason#{i}" }, parsed.keys.drop(1)
   end
 end
