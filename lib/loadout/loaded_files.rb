@@ -85,8 +85,9 @@ module Loadout
         features.select { |f| f.end_with?(".rb") && !f.start_with?(LIB_PREFIX) && !skip.key?(f) }.uniq
       end
 
+      # The files on the stack at setup, the main script first.
       def before_files
-        (@stack || []).filter_map(&:absolute_path).uniq.reject { |f| f.start_with?(LIB_PREFIX) }
+        (@stack || []).reverse.filter_map(&:absolute_path).uniq.reject { |f| f.start_with?(LIB_PREFIX) }
       end
 
       # { dir => [basenames] }: about half the bytes of the full paths.
