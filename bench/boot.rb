@@ -8,7 +8,8 @@
 #
 #   ruby bench/boot.rb [--gems N] [--files N] [--yaml N] [--rounds N] [--seed N] [--small | --large]
 #                      [--bundler] [--dev] [--strace] [--valgrind] [--out FILE]
-#   loadout bench [same options]
+#
+# (`loadout bench`, in an app, times that app's own boot instead: see Loadout::CLI::Bench.)
 #
 # --large is the size seed 000/001 describe (300 gem dirs, 6,000 Ruby files, 400 YAML files) in
 # the layout a Bundler app has (--bundler: see AppGenerator::BUNDLER_BOOT), and adds the two
@@ -37,7 +38,7 @@ ARGS = ARGV.dup.freeze
 opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false,
          bundler: false }
 OptionParser.new do |o|
-  o.banner = "Usage: ruby bench/boot.rb [options]   (also: loadout bench [options])"
+  o.banner = "Usage: ruby bench/boot.rb [options]"
   o.on("--gems N", Integer, "gem directories on $LOAD_PATH (default #{opts[:gems]})") { |v| opts[:gems] = v }
   o.on("--files N", Integer, "Ruby files across the gems (default #{opts[:files]})") { |v| opts[:files] = v }
   o.on("--yaml N", Integer, "YAML locale files read at boot (default #{opts[:yaml]})") { |v| opts[:yaml] = v }

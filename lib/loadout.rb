@@ -21,6 +21,8 @@ module Loadout
   autoload :CLI, File.expand_path("loadout/cli", __dir__)
   autoload :Eviction, File.expand_path("loadout/eviction", __dir__)
   autoload :Trust, File.expand_path("loadout/trust", __dir__)
+  autoload :LastBoot, File.expand_path("loadout/last_boot", __dir__)
+  autoload :LoadedFiles, File.expand_path("loadout/loaded_files", __dir__)
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.

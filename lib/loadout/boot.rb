@@ -1,6 +1,10 @@
 # frozen_string_literal: true
 
 require_relative "config"
+# At setup, not at exit: a file loaded after the compile cache's writer has run would be compiled
+# by Ruby on every boot.
+require_relative "last_boot"
+require_relative "loaded_files"
 
 module Loadout
   # The body of Loadout.setup: opens the store under the configured cache dir and installs the
@@ -11,10 +15,6 @@ module Loadout
     # A component loads only when its file is present, and one that fails to load costs one
     # warning, never the boot.
     COMPONENT_FILES = { Store: "store", LoadPath: "load_path", CompileCache: "compile_cache" }.freeze
-    # Stats::RECORD_KEY, spelled out: naming it would load stats.rb at the exit of every boot,
-    # including the warm ones that record nothing.
-    STATS_RECORD_KEY = "st/last_boot"
-
     @config = nil
     @store = nil
     @installed = []
@@ -39,7 +39,12 @@ module Loadout
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         @config = config
+        @setup_pid = Process.pid
+        LoadedFiles.start if config.compile_cache?
         Loadout.log! if config.log
+        # Loaded before the compile cache is installed: loadout's own file then comes from the
+        # self cache, and is never counted as one of the app's misses.
+        Stats if config.stats
         @store = open_store(config) if config.load_path_cache || config.compile_cache?
         install_components(config) if @store
         # Last, so the require timer wraps the components' require decoration and sees every
@@ -197,12 +202,20 @@ module Loadout
         end
       end
 
-      # Runs at exit: records this boot's numbers for `loadout stats`, then flushes the batched
-      # writes of the whole boot in one go and closes the store.
+      # Runs at exit: records what this boot loaded (for `loadout check`) and the app's
+      # $LOAD_PATH when it writes anyway, flushes the batched writes of the whole boot in one go,
+      # closes the store, then leaves this boot's numbers beside it (LastBoot, for `loadout stats`).
+      # Forked children record nothing of their own: the process that set up is the boot.
       def finish
         store = @store or return
-        if record_boot?(store)
-          guard("record boot stats") { Stats.record(store) }
+        own = @setup_pid == Process.pid
+        writable = store.writable?
+        wrote = writable && wrote?(store)
+        if wrote || (writable && @config&.stats)
+          cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
+          if own && cache
+            guard("record the loaded files") { LoadedFiles.record(store, cache, @config.compile_cache.include?(:iseq)) }
+          end
           # The app's $LOAD_PATH, for `loadout check` / `precompile` (which run in another process).
           if @installed.any? { |m| m.name == "Loadout::LoadPath" }
             guard("record the load path") { LoadPath.__record_boot(store, @config&.root) }
@@ -216,17 +229,21 @@ module Loadout
         guard("flush the store") { store.flush }
         guard("close the store") { store.close }
         @store = nil
+        return unless own && writable
+
+        record = LastBoot.snapshot(@installed, @setup_seconds, wrote)
+        guard("record the last boot") { LastBoot.write(store.path, record) }
       end
 
-      # A boot that hit everything writes nothing: recording it would append to the log and
-      # rewrite the hint file on every warm boot. So the record is the last boot that wrote
-      # anything (or any boot under LOADOUT_STATS=1, or the first one).
-      def record_boot?(store)
-        return false unless store.writable?
-        return true if @config&.stats || !store.key?(STATS_RECORD_KEY)
-
+      # Whether this boot wrote to the store (or queued files for its background compiler):
+      # only such a boot (or any under LOADOUT_STATS=1) records what it loaded, so a warm boot
+      # that hit everything appends nothing.
+      def wrote?(store)
         pending = store.respond_to?(:stats) ? store.stats[:pending_writes] : nil
-        pending.is_a?(Integer) && pending.positive?
+        return true if pending.is_a?(Integer) && pending.positive?
+
+        cache = @installed.find { |m| m.name == "Loadout::CompileCache" } or return false
+        cache.stats.any? { |_, c| (c[:misses].to_i + c[:stale].to_i + c[:corrupt].to_i).positive? }
       end
 
       # The compile cache variants this boot used, for the eviction of unused ones: a few reads,

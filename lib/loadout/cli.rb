@@ -21,8 +21,13 @@ module Loadout
     autoload :Precompile, File.expand_path("cli/precompile", __dir__)
     autoload :Check, File.expand_path("cli/check", __dir__)
     autoload :StoreCommands, File.expand_path("cli/store_commands", __dir__)
+    autoload :StatsCommand, File.expand_path("cli/stats_command", __dir__)
     autoload :WorkerPool, File.expand_path("cli/worker_pool", __dir__)
     autoload :Progress, File.expand_path("cli/progress", __dir__)
+    autoload :AppBundle, File.expand_path("cli/app_bundle", __dir__)
+    autoload :FileSelection, File.expand_path("cli/file_selection", __dir__)
+    autoload :CheckFiles, File.expand_path("cli/check_files", __dir__)
+    autoload :Bench, File.expand_path("cli/bench", __dir__)
 
     COMMANDS = {
       "precompile" => "fill the compile caches and build the load-path index for the current bundle",
@@ -30,7 +35,7 @@ module Loadout
       "stats" => "store size, live/garbage, entries per kind/variant, last boot's hit rates",
       "compact" => "rewrite the store without dead records and entries that can never be served again",
       "clean" => "delete cache entries (--all, or by --kind / --variant)",
-      "bench" => "run the boot benchmark (bench/boot.rb)",
+      "bench" => "time this app's boot: plain Ruby, and loadout cold, warm and CI-style",
       "version" => "print the version"
     }.freeze
 
@@ -77,7 +82,7 @@ module Loadout
       end
     rescue UsageError => e
       usage_error(e.message, e.usage || USAGE)
-    rescue ConfigError => e
+    rescue ConfigError, Error => e # a bad setting, an unusable cache dir: the message says it all
       err.puts "loadout: #{e.message}"
       1
     rescue Interrupt
@@ -107,7 +112,7 @@ module Loadout
     end
 
     def stats_command(argv)
-      StoreCommands.new(self, argv).stats
+      StatsCommand.new(self, argv).run
     end
 
     def compact_command(argv)
@@ -118,20 +123,8 @@ module Loadout
       StoreCommands.new(self, argv).clean
     end
 
-    # Runs bench/boot.rb (a checkout only: bench/ is not packaged), streaming its output.
     def bench_command(argv)
-      script = File.expand_path("../../bench/boot.rb", __dir__)
-      unless File.file?(script)
-        err.puts "loadout: bench/boot.rb is not part of the installed gem; run it from a checkout of loadout"
-        return 1
-      end
-
-      require "open3"
-      Open3.popen2e(RbConfig.ruby, script, *argv) do |stdin, output, wait|
-        stdin.close
-        output.each_line { |line| out.print line }
-        wait.value.success? ? 0 : 1
-      end
+      Bench.new(self, argv).run
     end
 
     def version_command(argv)

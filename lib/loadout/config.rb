@@ -83,11 +83,20 @@ module Loadout
     # Directories cache keys are made relative to, most specific first: the app root, every gem
     # home, and Ruby's prefix. A cache built under the same roots elsewhere stays valid.
     def roots #: () -> Array[String]
-      @roots ||= begin
-        gem_dirs = defined?(Gem) ? Gem.path : []
-        dirs = [@root] + gem_dirs.map { |d| absolute(d) } + [absolute(RbConfig::CONFIG["prefix"])]
-        dirs.compact.uniq.freeze
-      end
+      @roots ||= Config.roots_for(@root, defined?(Gem) ? Gem.path : [])
+    end
+
+    # The roots for an app at +root+ whose boot sees +gem_path+ (the CLI asks the app's bundle).
+    def self.roots_for(root, gem_path) #: (String, Array[String]) -> Array[String]
+      ([root] + gem_path.map { |d| absolute_or_nil(d) } + [absolute_or_nil(RbConfig::CONFIG["prefix"])]).compact.uniq.freeze
+    end
+
+    # Gem and prefix directories are absolute in practice; a relative one under a deleted working
+    # directory is left out rather than raised on.
+    def self.absolute_or_nil(dir) #: (String) -> String?
+      File.expand_path(dir)
+    rescue SystemCallError
+      nil
     end
 
     def to_h #: () -> Hash[Symbol, untyped]
@@ -119,6 +128,18 @@ module Loadout
       value
     end
 
+    # File.expand_path, with what it raises on (a ~user that does not exist, ~ without a home)
+    # reported as the option's error, and a path relative to a working directory that no longer
+    # exists turned into nil and a #problem (loadout then stays off; the app boots plain).
+    def expand(name, value, base = nil)
+      File.expand_path(value, base)
+    rescue ArgumentError => e
+      raise ConfigError.new(name, value, "a path that expands (#{e.message}); a leading ~ means a home directory")
+    rescue SystemCallError
+      @problem ||= "#{value.inspect} is relative and the working directory was deleted; use absolute paths"
+      nil
+    end
+
     def expand_root(value)
       if value.nil?
         root = AppRoot.find
@@ -126,7 +147,7 @@ module Loadout
         return root
       end
 
-      absolute(path_string(:root, value))
+      expand(:root, path_string(:root, value))
     end
 
     def expand_cache_dir(value)
@@ -134,16 +155,11 @@ module Loadout
         raise ConfigError.new(:cache_dir, value, "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
       end
 
-      absolute(path_string(:cache_dir, value), @root)
-    end
+      dir = path_string(:cache_dir, value)
+      # Every key and message built from it would raise on the first Regexp or String#strip.
+      return expand(:cache_dir, dir, @root) if dir.valid_encoding?
 
-    # File.expand_path, or nil (and a #problem) when +path+ is relative to a working directory
-    # that no longer exists.
-    def absolute(path, base = nil)
-      File.expand_path(path, base)
-    rescue SystemCallError
-      @problem ||= "#{path.inspect} is relative and the working directory was deleted; use absolute paths"
-      nil
+      raise ConfigError.new(:cache_dir, value, "a path whose bytes are valid #{dir.encoding}")
     end
 
     def boolean(name, value)
@@ -182,11 +198,11 @@ module Loadout
 
       value.map do |dir|
         dir = dir.to_path if dir.respond_to?(:to_path)
-        unless dir.is_a?(String) && !dir.empty? && !dir.include?("\0")
+        unless dir.is_a?(String) && !dir.empty? && !dir.include?("\0") && dir.valid_encoding?
           raise ConfigError.new(:ignore_directories, value, accepted)
         end
 
-        (dir.include?("/") ? absolute(dir, @root) : dir)&.freeze
+        (dir.include?("/") ? expand(:ignore_directories, dir, @root) : dir)&.freeze
       end.compact.uniq.freeze
     end
   end

@@ -3,6 +3,31 @@
 require_relative "error"
 
 module Loadout
+  # How every boolean LOADOUT_* variable is read: 1/0/true/false/yes/no in any case, surrounding
+  # blanks ignored, unset or blank meaning the default. Here rather than in setup.rb because
+  # LOADOUT_PURE is read first of all, when loadout itself is loaded. Anything else (another
+  # word, bytes that are not valid in the variable's encoding) raises ConfigError naming the
+  # variable, never a raw ArgumentError from a String method.
+  module EnvBoolean # :nodoc:
+    TRUE_WORDS = %w[1 true yes].freeze
+    FALSE_WORDS = %w[0 false no].freeze
+    ACCEPTED = "1/0/true/false/yes/no"
+
+    #: (Hash[String, String], String, bool) -> bool
+    def self.read(env, name, default)
+      raw = env[name]
+      return default if raw.nil?
+      raise ConfigError.new(name, raw, ACCEPTED) unless raw.valid_encoding? && raw.ascii_only?
+
+      word = raw.strip.downcase
+      return default if word.empty?
+      return true if TRUE_WORDS.include?(word)
+      return false if FALSE_WORDS.include?(word)
+
+      raise ConfigError.new(name, raw, ACCEPTED)
+    end
+  end
+
   # Picks the backend once, at load time. Every native function has a Ruby twin; callers branch
   # on BACKEND when they are defined, never per call.
   #
@@ -11,15 +36,7 @@ module Loadout
   module Native
     # Returns true when LOADOUT_PURE asks for the Ruby twins; raises on a value it does not know.
     def self.pure_requested?(env = ENV) #: (Hash) -> bool
-      raw = env["LOADOUT_PURE"]
-      return false if raw.nil? || raw.empty?
-
-      case raw.downcase
-      when "1", "true", "yes" then true
-      when "0", "false", "no" then false
-      else
-        raise ConfigError.new("LOADOUT_PURE", raw, "1/0/true/false/yes/no")
-      end
+      EnvBoolean.read(env, "LOADOUT_PURE", false)
     end
 
     def self.load_extension #: () -> Symbol

@@ -11,9 +11,12 @@ module Loadout
   # Environment → Config. Values are parsed strictly: a value loadout does not understand raises
   # ConfigError naming the variable, instead of silently meaning something else.
   module Setup # :nodoc:
-    TRUE_WORDS = %w[1 true yes].freeze
-    FALSE_WORDS = %w[0 false no].freeze
     DEFAULT_CACHE_DIR = "tmp/cache/loadout"
+    CACHE_DIR_ACCEPTED = "a directory path (relative to the app root, or absolute)"
+    # One switch per compile cache kind, on top of LOADOUT_DISABLE_COMPILE_CACHE (which turns
+    # them all off): the workaround when one cache meets a problem.
+    KIND_SWITCHES = { iseq: "LOADOUT_DISABLE_ISEQ_CACHE", yaml: "LOADOUT_DISABLE_YAML_CACHE",
+                      json: "LOADOUT_DISABLE_JSON_CACHE" }.freeze
 
     class << self
       # Reads +env+ and calls Loadout.setup; returns false without doing anything when
@@ -32,9 +35,9 @@ module Loadout
 
         opts = {
           root: app_root(env),
-          cache_dir: string(env, "LOADOUT_CACHE_DIR") || DEFAULT_CACHE_DIR,
+          cache_dir: string(env, "LOADOUT_CACHE_DIR", CACHE_DIR_ACCEPTED) || DEFAULT_CACHE_DIR,
           load_path_cache: !boolean(env, "LOADOUT_DISABLE_LOAD_PATH_CACHE", false),
-          compile_cache: !boolean(env, "LOADOUT_DISABLE_COMPILE_CACHE", false),
+          compile_cache: compile_kinds(env),
           development_mode: development_mode?(env),
           readonly: boolean(env, "LOADOUT_READONLY", false),
           trust: trust(env),
@@ -42,22 +45,18 @@ module Loadout
           log: boolean(env, "LOADOUT_LOG", false),
           stats: boolean(env, "LOADOUT_STATS", false)
         }
-        dirs = env["LOADOUT_IGNORE_DIRECTORIES"]
-        opts[:ignore_directories] = dirs.split(",").map(&:strip).reject(&:empty?) if dirs
-        Config.new(**opts)
+        if env["LOADOUT_IGNORE_DIRECTORIES"]
+          dirs = string(env, "LOADOUT_IGNORE_DIRECTORIES", "a comma-separated list of directory names or paths") || ""
+          opts[:ignore_directories] = dirs.split(",").map(&:strip).reject(&:empty?)
+        end
+        config(opts)
       end
 
-      # Parses a boolean variable: 1/0/true/false/yes/no (any case); unset or empty is +default+.
+      # Parses a boolean variable: 1/0/true/false/yes/no (any case, blanks around ignored); unset
+      # or blank is +default+.
       #: (Hash[String, String], String, bool) -> bool
       def boolean(env, name, default)
-        raw = env[name]
-        return default if raw.nil? || raw.strip.empty?
-
-        word = raw.strip.downcase
-        return true if TRUE_WORDS.include?(word)
-        return false if FALSE_WORDS.include?(word)
-
-        raise ConfigError.new(name, raw, "1/0/true/false/yes/no")
+        EnvBoolean.read(env, name, default)
       end
 
       # The app root (see AppRoot): BUNDLE_GEMFILE's directory, else the project of the working
@@ -78,13 +77,37 @@ module Loadout
 
       private
 
-      def string(env, name)
+      # Config.new, with a bad value reported under the variable that gave it.
+      def config(opts)
+        Config.new(**opts)
+      rescue ConfigError => e
+        variable = { cache_dir: "LOADOUT_CACHE_DIR", ignore_directories: "LOADOUT_IGNORE_DIRECTORIES" }[e.name]
+        raise unless variable
+
+        raise ConfigError.new(variable, e.value, e.accepted)
+      end
+
+      # The kinds the compile cache keeps: all unless LOADOUT_DISABLE_COMPILE_CACHE, minus each
+      # kind whose own switch is on (every switch is validated, even when the whole cache is off).
+      def compile_kinds(env)
+        off = KIND_SWITCHES.select { |_, name| boolean(env, name, false) }.keys
+        return false if boolean(env, "LOADOUT_DISABLE_COMPILE_CACHE", false)
+
+        Config::COMPILE_KINDS - off
+      end
+
+      # A non-blank value, or nil. Bytes that are not valid in the variable's encoding are
+      # refused here: every String operation after this would raise on them.
+      def string(env, name, accepted)
         raw = env[name]
-        raw.nil? || raw.strip.empty? ? nil : raw
+        return nil if raw.nil?
+        return raw.strip.empty? ? nil : raw if raw.valid_encoding?
+
+        raise ConfigError.new(name, raw, "#{accepted}, in valid #{raw.encoding} (or plain ASCII)")
       end
 
       def trust(env)
-        raw = string(env, "LOADOUT_TRUST") or return nil
+        raw = string(env, "LOADOUT_TRUST", "none, stable or all") or return nil
         word = raw.strip.downcase
         return word.to_sym if %w[none stable all].include?(word)
 

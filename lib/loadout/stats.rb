@@ -6,10 +6,24 @@ module Loadout
   # What a boot did, for people: Loadout.log! prints every event; Stats.enable! (LOADOUT_STATS=1)
   # counts events, times requires and prints a report at exit. Nothing here runs unless asked
   # for: require is only wrapped while stats are on, so the hot path is untouched otherwise.
+  # (`loadout stats` reads the numbers every boot leaves beside the store: see LastBoot.)
+  #
+  # A process forked after setup (a parallel test worker, a preforking server's worker) runs the
+  # at-exit report too: its report is labelled with its pid and its parent's, and counts only
+  # what it did after the fork (Ruby 3.1+, where Process._fork can be hooked; before that its
+  # counts include the parent's). The parent's report says how many workers it forked.
   module Stats
-    # The store key of the last boot's record (read by `loadout stats`).
-    RECORD_KEY = "st/last_boot"
     TOP = 10
+
+    # Hooks Process._fork while stats are on: the child starts its counts afresh.
+    module ForkHook # :nodoc:
+      def _fork
+        pid = super
+        pid.zero? ? Stats.__forked_child : Stats.__forked_parent
+        pid
+      end
+    end
+    private_constant :ForkHook
 
     # Several listeners behind the one Instrumentation subscriber slot (log + stats + the user's).
     class Fanout # :nodoc:
@@ -58,6 +72,22 @@ module Loadout
         @bytes = 0
         @requires = { calls: 0, loaded: 0, failed: 0 }
         @timings = []
+        @forks = 0
+        @parent = nil
+        @baseline = {}
+        @pid = Process.pid
+      end
+
+      # In a child just forked: this report counts from here, under a label naming the parent.
+      def __forked_child # :nodoc:
+        parent = @pid
+        reset!
+        @parent = parent
+        @baseline = component_stats
+      end
+
+      def __forked_parent # :nodoc:
+        @forks += 1
       end
 
       def clock # :nodoc:
@@ -83,11 +113,13 @@ module Loadout
         return if @enabled
 
         @enabled = true
+        @pid = Process.pid
         add_listener(method(:count))
         verbose = $VERBOSE
         $VERBOSE = nil # redefining require_relative warns under -w; it is meant
         __install_timer
         $VERBOSE = verbose
+        Process.singleton_class.prepend(ForkHook) if Process.respond_to?(:_fork)
         at_exit { report(io) }
       end
 
@@ -137,46 +169,6 @@ module Loadout
         out
       end
 
-      # This boot's numbers, as plain data (written to the store at exit).
-      def snapshot #: () -> Hash[String, untyped]
-        {
-          "at" => Time.now.to_i,
-          "pid" => Process.pid,
-          "ruby" => RUBY_DESCRIPTION,
-          "backend" => Loadout::BACKEND.to_s,
-          "setup_ms" => Boot.setup_seconds && (Boot.setup_seconds * 1000).round(2),
-          "components" => component_stats.transform_keys(&:to_s),
-          "events" => @events.map { |(cache, event), n| ["#{cache}.#{event}", n] }.to_h,
-          "requires" => @enabled ? @requires.transform_keys(&:to_s) : nil
-        }
-      end
-
-      # Stores this boot's snapshot under RECORD_KEY (Marshal of plain data: no library to load
-      # at exit; the store is as trusted as the compiled code it holds).
-      def record(store) #: (untyped) -> void
-        store.put(RECORD_KEY, Marshal.dump(plain(snapshot)))
-      end
-
-      # Keeps only data Marshal round-trips without loading anything (numbers, strings,
-      # symbols, booleans, nil, and Hashes/Arrays of them).
-      def plain(value) # :nodoc:
-        case value
-        when Hash then value.each_with_object({}) { |(k, v), h| h[plain(k)] = plain(v) }
-        when Array then value.map { |v| plain(v) }
-        when Integer, Float, String, Symbol, true, false, nil then value
-        else value.to_s
-        end
-      end
-
-      # The last boot's record from +store+, or nil.
-      def last_boot(store) #: (untyped) -> Hash[String, untyped]?
-        raw = store.get(RECORD_KEY) or return nil
-        data = Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- written by Stats.record
-        data.is_a?(Hash) ? data : nil
-      rescue StandardError, TypeError
-        nil
-      end
-
       # Prints the LOADOUT_STATS report.
       def report(io = $stderr) #: (?IO) -> void
         io.puts report_lines.join("\n")
@@ -185,13 +177,13 @@ module Loadout
       end
 
       def report_lines #: () -> Array[String]
-        lines = ["loadout stats (pid #{Process.pid}, backend #{Loadout::BACKEND})"]
+        lines = ["loadout stats (#{label}, backend #{Loadout::BACKEND})"]
         setup = Boot.setup_seconds
-        lines << format("  setup:              %.2f ms", setup * 1000) if setup
+        lines << format("  setup:              %.2f ms", setup * 1000) if setup && !forked?
         r = @requires
         lines << "  requires:           #{r[:calls]} calls, #{r[:loaded]} loaded, #{r[:failed]} raised" if @enabled || r[:calls].positive?
         bytes = @bytes
-        component_stats.each do |name, stats|
+        since_fork(component_stats).each do |name, stats|
           flat, nested = stats.partition { |_, v| !v.is_a?(Hash) }
           lines << format("  %-19s %s", "#{name}:", counters(flat.to_h)) unless flat.empty?
           nested.each do |kind, sub|
@@ -218,6 +210,34 @@ module Loadout
       end
 
       private
+
+      def forked?
+        Process.pid != @pid || !@parent.nil?
+      end
+
+      # "pid 12, boot" / "pid 14, worker forked from pid 12: counts since the fork" /
+      # "pid 14, forked from pid 12: counts include the parent's" (a Ruby without Process._fork).
+      def label
+        return "pid #{Process.pid}, worker forked from pid #{@parent}: counts since the fork" if @parent
+        return "pid #{Process.pid}, forked from pid #{@pid}: counts include the parent's before the fork" if forked?
+
+        workers = @forks.positive? ? "; #{@forks} forked worker#{"s" unless @forks == 1} report separately" : ""
+        "pid #{Process.pid}, boot#{workers}"
+      end
+
+      # Counters minus what they were at the fork (this process's own work only).
+      def since_fork(stats, base = @baseline)
+        return stats if base.nil? || base.empty?
+
+        stats.to_h do |key, value|
+          before = base[key]
+          delta = if value.is_a?(Hash) then since_fork(value, before.is_a?(Hash) ? before : nil)
+                  elsif value.is_a?(Numeric) && before.is_a?(Numeric) && key != :restore_ms then value - before
+                  else value
+                  end
+          [key, delta]
+        end
+      end
 
       # "hits=825 misses=0 load_ms=148.7 reasons=mtime:3": nanosecond counters become ms, empty
       # reason tables are left out.

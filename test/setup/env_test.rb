@@ -27,8 +27,15 @@ class SetupEnvTest < Minitest::Test
     "LOADOUT_LOG" => ->(c) { c.log },
     "LOADOUT_STATS" => ->(c) { c.stats },
     "LOADOUT_DISABLE_LOAD_PATH_CACHE" => ->(c) { !c.load_path_cache },
-    "LOADOUT_DISABLE_COMPILE_CACHE" => ->(c) { !c.compile_cache? }
+    "LOADOUT_DISABLE_COMPILE_CACHE" => ->(c) { !c.compile_cache? },
+    "LOADOUT_DISABLE_ISEQ_CACHE" => ->(c) { !c.compile_cache.include?(:iseq) },
+    "LOADOUT_DISABLE_YAML_CACHE" => ->(c) { !c.compile_cache.include?(:yaml) },
+    "LOADOUT_DISABLE_JSON_CACHE" => ->(c) { !c.compile_cache.include?(:json) },
+    "LOADOUT_PURE" => ->(_c) { Loadout::Native.pure_requested?(ENV.to_h.merge(@env)) }
   }.freeze
+
+  # Bytes that are not UTF-8 (a Latin-1 "é"), as the environment hands them over.
+  NOT_UTF8 = "caf\xE9".dup.force_encoding(Encoding::UTF_8)
 
   test "requiring loadout/setup with @manual does not set up" do
     assert_nil Loadout::Boot.config
@@ -49,10 +56,17 @@ class SetupEnvTest < Minitest::Test
   end
 
   BOOLEANS.each do |name, reader|
-    test "#{name} accepts 1/0/true/false/yes/no in any case" do
-      %w[1 true yes TRUE Yes].each { |v| assert reader.call(config(name => v)), "#{name}=#{v}" }
-      %w[0 false no FALSE No].each { |v| refute reader.call(config(name => v)), "#{name}=#{v}" }
-      refute reader.call(config(name => "")), "#{name}= (empty) is the default"
+    test "#{name} accepts 1/0/true/false/yes/no in any case, blanks around ignored" do
+      read = ->(v) { @env = { name => v }; instance_exec(config(@env), &reader) }
+      ["1", "true", "yes", "TRUE", "Yes", " 1 ", "\tyes\n"].each { |v| assert read.(v), "#{name}=#{v.inspect}" }
+      ["0", "false", "no", "FALSE", "No", " 0 "].each { |v| refute read.(v), "#{name}=#{v.inspect}" }
+      refute read.(""), "#{name}= (empty) is the default"
+      refute read.("  "), "#{name}= (blank) is the default"
+    end
+
+    test "#{name} refuses bytes that are not UTF-8 with a ConfigError" do
+      error = assert_env_rejected(name, NOT_UTF8)
+      assert_includes error.message, "1/0/true/false/yes/no"
     end
 
     test "#{name} rejects other values, naming the variable" do
@@ -73,6 +87,47 @@ class SetupEnvTest < Minitest::Test
   test "LOADOUT_DISABLE still validates LOADOUT_PURE" do
     assert_env_rejected("LOADOUT_PURE", "fast")
     assert_raises(Loadout::ConfigError) { config("LOADOUT_DISABLE" => "1", "LOADOUT_PURE" => "fast") }
+  end
+
+  test "LOADOUT_DISABLE_{ISEQ,YAML,JSON}_CACHE turn one compile cache kind off each" do
+    assert_equal %i[yaml json], config("LOADOUT_DISABLE_ISEQ_CACHE" => "1").compile_cache
+    assert_equal %i[iseq json], config("LOADOUT_DISABLE_YAML_CACHE" => "1").compile_cache
+    two_off = config("LOADOUT_DISABLE_YAML_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "yes")
+    assert_equal %i[iseq], two_off.compile_cache
+    all_off = config(Loadout::Setup::KIND_SWITCHES.values.to_h { |name| [name, "1"] })
+    refute all_off.compile_cache?
+    assert all_off.load_path_cache
+    assert_equal [], config("LOADOUT_DISABLE_COMPILE_CACHE" => "1", "LOADOUT_DISABLE_ISEQ_CACHE" => "0").compile_cache
+    # A bad per-kind value is refused even when the whole compile cache is off.
+    error = assert_raises(Loadout::ConfigError) do
+      config("LOADOUT_DISABLE_COMPILE_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "x")
+    end
+    assert_equal "LOADOUT_DISABLE_JSON_CACHE", error.name
+  end
+
+  test "LOADOUT_CACHE_DIR: a ~user that does not exist is a ConfigError naming the variable" do
+    error = assert_env_rejected("LOADOUT_CACHE_DIR", "~nosuchuser_loadout/x")
+    assert_includes error.message, "a path that expands"
+    assert_includes error.message, "nosuchuser_loadout"
+    assert_equal File.join(Dir.home, "x"), config("LOADOUT_CACHE_DIR" => "~/x").cache_dir if ENV["HOME"]
+  end
+
+  test "non-UTF-8 bytes in LOADOUT_CACHE_DIR, LOADOUT_TRUST, LOADOUT_IGNORE_DIRECTORIES: ConfigError" do
+    assert_includes assert_env_rejected("LOADOUT_CACHE_DIR", "/tmp/#{NOT_UTF8}").message, "valid UTF-8"
+    assert_includes assert_env_rejected("LOADOUT_TRUST", NOT_UTF8).message, "none, stable or all"
+    assert_includes assert_env_rejected("LOADOUT_IGNORE_DIRECTORIES", "a,#{NOT_UTF8}").message, "comma-separated"
+  end
+
+  test "every LOADOUT_* variable loadout reads is validated: a ConfigError, never another exception" do
+    names = File.read(File.expand_path("../../lib/loadout/setup.rb", __dir__)).scan(/"(LOADOUT_[A-Z_]+)"/).flatten.uniq
+    assert_operator names.size, :>=, 12
+    names.each do |name|
+      [NOT_UTF8, "~nosuchuser_loadout/#{NOT_UTF8}"].each do |value|
+        config(name => value)
+      rescue Loadout::ConfigError => e
+        assert_equal name, e.name
+      end
+    end
   end
 
   test "LOADOUT_CACHE_DIR: relative to the app root, or absolute" do
@@ -125,6 +180,20 @@ class SetupEnvTest < Minitest::Test
         # No Gemfile between here and /: the working directory (unless the machine has one above).
         assert(root == File.join(dir, "other") || File.file?(File.join(root, "Gemfile")))
       end
+    end
+  end
+
+  test "in a real boot: LOADOUT_PURE=' 1 ' selects the Ruby twins; a bad value is one ConfigError" do
+    with_files([["Gemfile", ""]]) do |dir|
+      env = { "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"), "LOADOUT_QUIET_BACKEND" => "1" }
+      pure = run_ruby('require "loadout"; print Loadout::BACKEND', env: env.merge("LOADOUT_PURE" => " 1 "))
+      assert_equal "ruby", pure.stdout, pure.stderr
+      script = 'begin; require "loadout/setup"; rescue Loadout::ConfigError => e; print e.message; end'
+      bad = run_ruby(script, env: env.merge("LOADOUT_CACHE_DIR" => "~nosuchuser_loadout/x"), chdir: dir)
+      assert_match(/\ALOADOUT_CACHE_DIR: "~nosuchuser_loadout\/x" is not accepted; use a path that expands/, bad.stdout)
+      latin1 = run_ruby(script, env: env.merge("LOADOUT_STATS" => "caf\xE9".b), chdir: dir)
+      assert_includes latin1.stdout, "LOADOUT_STATS: "
+      assert_includes latin1.stdout, "use 1/0/true/false/yes/no"
     end
   end
 end

@@ -82,29 +82,60 @@ class StatsTest < Minitest::Test
     assert_equal [[:miss, "/app/x.rb", { cache: :iseq, reason: :mtime }]], seen
   end
 
-  test "the boot record is plain data that round-trips through the store" do
-    store = Object.new
-    def store.put(key, value)
-      @data = [key, value]
-      nil
+  test "the last boot's numbers round-trip through the file beside the store" do
+    with_files do |dir|
+      store = File.join(dir, "store")
+      data = { "at" => 5, "pid" => 7, "program" => "bin/rails server\nx", "wrote" => false, "setup_ms" => 1.25,
+               "load_path" => { "hits" => 3, "restored" => true },
+               "compile_cache" => { "iseq" => { "reasons" => { "mtime" => 2 } } } }
+      assert Loadout::LastBoot.write(store, data)
+      assert_equal({ "at" => 5, "pid" => 7, "program" => "bin/rails server x", "wrote" => false, "setup_ms" => 1.25,
+                     "load_path.hits" => 3, "load_path.restored" => true, "compile_cache.iseq.reasons.mtime" => 2 },
+                   Loadout::LastBoot.read(store))
+      assert_equal 0o600, File.stat("#{store}.last-boot").mode & 0o777
+      assert_equal ["store.last-boot"], Dir.children(dir)
     end
-
-    def store.get(key)
-      @data && @data[0] == key ? @data[1] : nil
-    end
-    Loadout::Stats.record(store)
-    snap = Loadout::Stats.last_boot(store)
-    assert_equal Process.pid, snap["pid"]
-    assert_equal Loadout::BACKEND.to_s, snap["backend"]
-    assert_kind_of Hash, snap["components"]
-    assert_equal({ "a" => [1, :b, "Object"] }, Loadout::Stats.plain({ "a" => [1, :b, Object] }))
   end
 
-  test "a damaged boot record reads as none" do
-    store = Object.new
-    def store.get(_key)
-      "\x04\x08garbage"
+  test "a last-boot file that is not ours, or torn by a concurrent write, reads as none" do
+    with_files([["store.last-boot", "\x04\bgarbage"]]) do |dir|
+      store = File.join(dir, "store")
+      assert_nil Loadout::LastBoot.read(store)
+      first = Loadout::LastBoot.dump({ "pid" => 1, "program" => "a" * 3000 }, "aaaa")
+      second = Loadout::LastBoot.dump({ "pid" => 2, "program" => "b" * 3000 }, "bbbb")
+      assert_equal [Loadout::LastBoot::SIZE] * 2, [first.bytesize, second.bytesize]
+      File.binwrite("#{store}.last-boot", first.byteslice(0, 2048) + second.byteslice(2048..))
+      assert_nil Loadout::LastBoot.read(store)
+      File.binwrite("#{store}.last-boot", second)
+      assert_equal 2, Loadout::LastBoot.read(store)["pid"]
     end
-    assert_nil Loadout::Stats.last_boot(store)
+  end
+
+  test "the last-boot file is overwritten in place, never through a symlink or a hard link" do
+    with_files([["victim", "keep"]]) do |dir|
+      store = File.join(dir, "store")
+      File.symlink(File.join(dir, "victim"), "#{store}.last-boot")
+      refute Loadout::LastBoot.write(store, { "pid" => 1 })
+      File.delete("#{store}.last-boot")
+      File.link(File.join(dir, "victim"), "#{store}.last-boot")
+      refute Loadout::LastBoot.write(store, { "pid" => 1 })
+      assert_equal "keep", File.read(File.join(dir, "victim"))
+      File.delete("#{store}.last-boot")
+      assert Loadout::LastBoot.write(store, { "pid" => 1, "program" => "long" * 300 })
+      ino = File.stat("#{store}.last-boot").ino
+      assert Loadout::LastBoot.write(store, { "pid" => 2 })
+      assert_equal [ino, Loadout::LastBoot::SIZE], [File.stat("#{store}.last-boot").ino, File.size("#{store}.last-boot")]
+      assert_equal({ "pid" => 2 }, Loadout::LastBoot.read(store))
+    end
+  end
+
+  test "a record too long for the block keeps its first lines whole" do
+    data = { "pid" => 3 }.merge((1..400).to_h { |i| ["reason#{i}", i] })
+    record = Loadout::LastBoot.dump(data, "n")
+    assert_equal Loadout::LastBoot::SIZE, record.bytesize
+    parsed = Loadout::LastBoot.parse(record)
+    assert_equal 3, parsed["pid"]
+    assert_operator parsed.size, :>, 100
+    assert_equal (1..(parsed.size - 1)).map { |i| "reason#{i}" }, parsed.keys.drop(1)
   end
 end

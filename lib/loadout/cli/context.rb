@@ -42,11 +42,42 @@ module Loadout
                                trust_shared_cache: config.trust_shared_cache)
       end
 
+      # Raises Loadout::Error with one message naming the cache dir and the fix when +command+
+      # could not write there: checked once, up front, so no worker and no half-done step
+      # prints a raw Errno instead.
+      def writable!(command)
+        dir = config.cache_dir
+        FileUtils.mkdir_p(dir)
+        target = [store_path, dir].find { |path| File.exist?(path) && !File.writable?(path) }
+        return unless target
+
+        raise Error, "#{command}: #{target} is not writable by this user (#{owner(target)}); fix: run as that " \
+                     "user, make it writable, or give --cache-dir / LOADOUT_CACHE_DIR another directory"
+      rescue SystemCallError => e
+        raise Error, "#{command}: cannot create the cache dir #{dir} (#{e.message.sub(/ @ .*/, "")}); " \
+                     "fix: create it writable for this user, or give --cache-dir / LOADOUT_CACHE_DIR another directory"
+      end
+
       def with_store(write: false)
         store = open_store(write: write)
         yield store
       ensure
         store&.close
+      end
+
+      private
+
+      def owner(path)
+        stat = File.stat(path)
+        name = begin
+          require "etc"
+          Etc.getpwuid(stat.uid)&.name
+        rescue StandardError
+          nil
+        end
+        format("owner %s, mode %o", name || stat.uid, stat.mode & 0o7777)
+      rescue SystemCallError
+        "cannot stat it"
       end
     end
   end

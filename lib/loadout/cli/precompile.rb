@@ -3,19 +3,21 @@
 module Loadout
   class CLI
     # `loadout precompile [--gemfile] [-j N] [DIRS...]`: compiles every Ruby, YAML and JSON file
-    # under DIRS (default: the app root) and, with --gemfile, under the bundle's gems into the
-    # compile cache, in N worker processes; then builds the load-path index for the app's
-    # $LOAD_PATH (not this process's), so a baked image (Docker, CI cache) hits on its first boot.
+    # under DIRS (default: the app root, without its vendored bundle) and, with --gemfile, under
+    # the bundle's gems into the compile cache, in N worker processes; then builds the load-path
+    # index for the app's $LOAD_PATH (not this process's), so a baked image (Docker, CI cache)
+    # hits on its first boot. Keys are made with the app's Gem.path (see AppBundle).
+    #
+    # Each worker prints one line per file: "ok", "bad" (the file does not load: a YAML or JSON
+    # syntax error, an unreadable file; a boot that loads it raises the same error with or
+    # without loadout, so it is reported as skipped, not as a failure), or "skip" (no compile
+    # cache in this build). Exit 1 only for loadout's own failures: an unusable cache dir, a
+    # worker that died.
     class Precompile # :nodoc:
-      KINDS = {
-        iseq: [".rb", ".rake", "Rakefile"],
-        yaml: [".yml", ".yaml"],
-        json: [".json"]
-      }.freeze
-      # Never worth compiling: VCS data, caches, logs, front-end dependencies.
-      SKIP_DIRS = %w[.git tmp log node_modules coverage].freeze
+      KINDS = FileSelection::KINDS
       # Inline below this many files: a worker process costs more than it saves.
       INLINE_BELOW = 64
+      SHOWN = 20 # skipped or failed files named in the summary
 
       BANNER = <<~TEXT.chomp
         Usage: loadout precompile [--gemfile] [-j N] [--exclude REGEX] [--no-iseq] [--no-yaml] [--no-json] [DIRS...]
@@ -26,14 +28,27 @@ module Loadout
         the result with `loadout check`.
       TEXT
 
+      # `loadout __worker --kinds iseq,yaml --roots A:B LISTFILE`: one worker process.
       def self.worker(cli, argv)
         kinds = nil
-        _rest, ctx = cli.parse(argv[0...-1], "__worker", "internal") { |o| o.on("--kinds LIST") { |v| kinds = v } }
+        roots = nil
+        _rest, ctx = cli.parse(argv[0...-1], "__worker", "internal") do |o|
+          o.on("--kinds LIST") { |v| kinds = v }
+          o.on("--roots LIST") { |v| roots = v.split(File::PATH_SEPARATOR) }
+        end
         # Written in binary by WorkerPool; tagged back as the file system's, like Scan's paths.
         files = File.binread(argv.last).force_encoding(Encoding.find("filesystem")).split("\0")
-        new(cli, []).compile_files(ctx, files, kinds.to_s.split(",").map(&:to_sym)) { |line| cli.out.puts line; cli.out.flush }
+        precompile = new(cli, [])
+        precompile.roots = roots
+        precompile.compile_files(ctx, files, kinds.to_s.split(",").map(&:to_sym)) do |line|
+          cli.out.puts line
+          cli.out.flush
+        end
         0
       end
+
+      # The compile cache's roots as the app's boot computes them.
+      attr_writer :roots
 
       def initialize(cli, argv)
         @cli = cli
@@ -43,7 +58,7 @@ module Loadout
       def run
         opts = { gemfile: false, jobs: nil, excludes: [], kinds: KINDS.keys }
         dirs, ctx = @cli.parse(@argv, "precompile", BANNER) do |o|
-          o.on("--gemfile", "also compile the gems of the bundle (loads bundler/setup)") { opts[:gemfile] = true }
+          o.on("--gemfile", "also compile the bundle's gems (their load path dirs)") { opts[:gemfile] = true }
           o.on("-j", "--jobs N", Integer, "worker processes (default: CPUs allowed by cgroup limits; 0 or 1: inline)") do |n|
             raise OptionParser::InvalidArgument, "--jobs #{n}: must be 0 or more" if n.negative?
 
@@ -60,14 +75,18 @@ module Loadout
         raise UsageError.new("precompile: not a directory: #{missing.join(", ")}", ctx.help) unless missing.empty?
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        load_bundle if opts[:gemfile]
-        roots = dirs.empty? ? [ctx.config.root] : dirs.map { |d| File.expand_path(d) }
-        roots += gem_roots if opts[:gemfile]
-        files = collect(roots, ctx, opts)
-        failures = compile(ctx, files, opts)
+        ctx.writable!("precompile")
+        bundle = AppBundle.call(ctx.config.root)
+        err.puts "loadout precompile: #{bundle.error}; gem files are keyed with this process's Gem.path" if bundle.error
+        @roots = Config.roots_for(ctx.config.root, bundle.gem_path)
+        selection = FileSelection.new(ctx.config.root, bundle, ctx.config.ignore_directories)
+        dirs = dirs.empty? ? [ctx.config.root] : dirs.map { |d| File.expand_path(d) }
+        dirs += selection.gem_roots if opts[:gemfile]
+        files = selection.collect(dirs, opts[:kinds], opts[:excludes])
+        failures, bad = compile(ctx, files, opts)
         index = build_index(ctx)
         seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
-        summary(files, failures, index, seconds)
+        summary(files, failures, bad, index, seconds)
         failures.empty? ? 0 : 1
       end
 
@@ -83,7 +102,7 @@ module Loadout
           flags = KINDS.keys.to_h { |k| [k, kinds.include?(k)] }
           begin
             cache.install!(store: store, **flags, **precompile_options(cache), readonly: false,
-                           trust: ctx.config.compile_cache_trust, roots: ctx.config.roots)
+                           trust: ctx.config.compile_cache_trust, roots: @roots || ctx.config.roots)
           rescue StandardError, LoadError => e
             cache.uninstall! rescue nil # a half-done install must not keep hooks on a closed store
             files.each { |path| yield "skip\t#{path}\tcompile cache failed to install: #{e.class}: #{e.message}" }
@@ -93,8 +112,8 @@ module Loadout
             files.each do |path|
               compile_one(cache, path)
               yield "ok\t#{path}"
-            rescue StandardError, ScriptError => e
-              yield "fail\t#{path}\t#{e.class}: #{e.message.lines.first&.chomp}"
+            rescue StandardError, ScriptError => e # the file's own error: see the class comment
+              yield "bad\t#{path}\t#{e.class}: #{e.message.lines.first&.chomp&.delete_prefix("(#{path}): ")}"
             end
             drain_misses(cache)
             store.flush
@@ -119,48 +138,7 @@ module Loadout
         @cli.err
       end
 
-      # Puts the bundle's gems on $LOAD_PATH (a no-op under `bundle exec`). Bundler finds the
-      # Gemfile the same way Setup found the app root (BUNDLE_GEMFILE, else upwards from here).
-      def load_bundle
-        require "bundler/setup"
-      end
-
-      # The roots of the bundle's gems: each $LOAD_PATH entry inside a gem home, up to the gem's
-      # directory (its lib/ and, for engines, app/).
-      def gem_roots
-        homes = Gem.path.map { |g| File.expand_path(g) }
-        homes << File.expand_path(Bundler.bundle_path.to_s) if defined?(Bundler) && Bundler.respond_to?(:bundle_path)
-        $LOAD_PATH.map { |lp| File.expand_path(lp.to_s) }.select do |lp|
-          homes.any? { |home| lp.start_with?("#{home}/") } && File.directory?(lp)
-        end.flat_map do |lp|
-          app = File.join(File.dirname(lp), "app")
-          lp.end_with?("/lib") && File.directory?(app) ? [lp, app] : [lp]
-        end.uniq
-      end
-
-      # [[kind, abspath]] for every file under +roots+ the enabled kinds cover (also used by check).
-      def collect(roots, ctx, opts)
-        exts = opts[:kinds].flat_map { |k| KINDS[k] }
-        ignore = (SKIP_DIRS + ctx.config.ignore_directories).uniq
-        seen = {}
-        roots.each do |root|
-          result = Scan.call(root, extensions: exts.select { |e| e.start_with?(".") }, ignore: ignore)
-          paths = result.files.map { |rel| File.join(root, rel) }
-          paths += exts.reject { |e| e.start_with?(".") }.map { |name| File.join(root, name) }.select { |p| File.file?(p) }
-          paths.each do |path|
-            next if opts[:excludes].any? { |re| re.match?(path) }
-
-            seen[path] ||= kind_of(path)
-          end
-        end
-        seen.map { |path, kind| [kind, path] }.select { |kind, _| opts[:kinds].include?(kind) }
-      end
-
       private
-
-      def kind_of(path)
-        KINDS.find { |_, exts| exts.any? { |e| path.end_with?(e) } }&.first
-      end
 
       def jobs_for(opts, count)
         jobs = opts[:jobs] || WorkerPool.cpu_count
@@ -168,15 +146,16 @@ module Loadout
         [[jobs, 1].max, [count, 1].max].min
       end
 
-      # Returns the failure lines.
+      # Returns [failures, bad files] (lines naming the file and the reason).
       def compile(ctx, files, opts)
         failures = []
-        return failures if files.empty?
+        bad = []
+        return [failures, bad] if files.empty?
 
         progress = Progress.new(err, files.size)
         handle = lambda do |line|
           status, path, why = line.split("\t", 3)
-          failures << "#{path}: #{why}" if status == "fail"
+          bad << "#{path}: #{why}" if status == "bad"
           @skipped = why if status == "skip"
           progress.step
         end
@@ -184,13 +163,14 @@ module Loadout
         if jobs <= 1
           compile_files(ctx, files.map(&:last), opts[:kinds], &handle)
         else
-          args = ["--cache-dir", ctx.config.cache_dir, "--kinds", opts[:kinds].join(",")]
+          args = ["--cache-dir", ctx.config.cache_dir, "--kinds", opts[:kinds].join(","),
+                  "--roots", @roots.join(File::PATH_SEPARATOR)]
           crashed = WorkerPool.run(files.map(&:last), jobs, args, &handle)
           failures << "#{crashed} worker process(es) exited with an error" if crashed.positive?
         end
         @jobs = jobs
         progress.finish
-        failures
+        [failures, bad]
       end
 
       # Builds and persists the load-path index for the app's $LOAD_PATH (the last boot's, and
@@ -221,14 +201,22 @@ module Loadout
         end
       end
 
-      def summary(files, failures, index, seconds)
+      def summary(files, failures, bad, index, seconds)
         counts = KINDS.keys.filter_map { |kind| (n = files.count { |k, _| k == kind }).positive? && "#{kind} #{n}" }
-        line = format("loadout precompile: %d files (%s) in %.1f s with %d worker%s; %d failed; %s",
-                      files.size, counts.join(", "), seconds, @jobs || 1, @jobs == 1 ? "" : "s", failures.size, index)
+        workers = @jobs || 1
+        line = format("loadout precompile: %d files (%s) in %.1f s with %d worker%s; %d skipped (do not load); " \
+                      "%d failed; %s", files.size, counts.join(", "), seconds, workers, workers == 1 ? "" : "s",
+                      bad.size, failures.size, index)
         line += "; compile cache skipped (#{@skipped})" if @skipped
         out.puts line
-        failures.first(20).each { |f| err.puts "  failed: #{f}" }
-        err.puts "  ... #{failures.size - 20} more" if failures.size > 20
+        unless bad.empty?
+          out.puts "  skipped: these files do not load (a boot that loads one raises the same error, with or " \
+                   "without loadout):"
+          bad.first(SHOWN).each { |f| out.puts "    #{f}" }
+          out.puts "    ... #{bad.size - SHOWN} more" if bad.size > SHOWN
+        end
+        failures.first(SHOWN).each { |f| err.puts "  failed: #{f}" }
+        err.puts "  ... #{failures.size - SHOWN} more" if failures.size > SHOWN
       end
 
       # The compile cache defers writing misses to exit (so a first boot costs what plain Ruby
@@ -244,7 +232,7 @@ module Loadout
           return
         end
 
-        case kind_of(path)
+        case FileSelection.kind_of(path)
         when :iseq
           RubyVM::InstructionSequence.load_iseq(path) if RubyVM::InstructionSequence.respond_to?(:load_iseq)
         when :yaml

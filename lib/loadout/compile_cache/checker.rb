@@ -5,6 +5,7 @@ require_relative "key"
 require_relative "entry"
 require_relative "validator"
 require_relative "value_calls"
+require_relative "../loaded_files"
 
 module Loadout
   module CompileCache
@@ -12,11 +13,12 @@ module Loadout
     # would the next boot do with this file's cache entry? It repeats the boot's decisions
     # (Validator with readonly: true, so a digest match appends nothing).
     #
-    # ISeq entries are looked up under the variant this process would use (the default compile
-    # options). YAML and JSON variants depend on the method, keywords and (JSON) encodings the
-    # app calls with: the variants of the call shapes its boots recorded and of the common ones
-    # are looked at (ValueCalls), the best answer wins. A YAML file with tags is reported as
-    # left to Psych when the app registers custom Psych tags (Rails does).
+    # With a boot's record of what it loaded (LoadedFiles), the exact entry is checked: the ISeq
+    # variant that boot used (+variant+), the YAML/JSON store key it looked up (+key+). Without
+    # one, ISeq entries are looked up under the variant this process would use (the default
+    # compile options), and YAML/JSON ones under the variants of the call shapes the app's boots
+    # recorded and of the common ones (ValueCalls), the best answer winning. A YAML file with tags
+    # is reported as left to Psych when the app registers custom Psych tags (Rails does).
     class Checker # :nodoc:
       RANK = { hit: 0, stale: 1, missing: 2 }.freeze
 
@@ -28,20 +30,21 @@ module Loadout
       end
 
       # [status, reason]: status is :hit, :stale or :missing.
-      #: (String, Symbol) -> [Symbol, String?]
-      def check(path, kind)
+      #: (String, Symbol, ?variant: String?, ?key: String?) -> [Symbol, String?]
+      def check(path, kind, variant: nil, key: nil)
         path = File.expand_path(path)
-        keys = kind == :iseq ? [iseq_key(path)] : data_keys(path, kind == :yaml ? "y" : "j")
+        return check_entry(path, key) if key
+
+        keys = kind == :iseq ? [iseq_key(path, variant)] : data_keys(path, kind == :yaml ? "y" : "j")
         return [:missing, "no entry"] if keys.empty?
 
-        keys.map { |key| check_entry(path, key) }.min_by { |status, _| RANK.fetch(status) }
+        keys.map { |k| check_entry(path, k) }.min_by { |status, _| RANK.fetch(status) }
       end
 
       private
 
-      def iseq_key(path)
-        options = RubyVM::InstructionSequence.compile_option.sort_by { |k, _| k.to_s }.inspect
-        @key.for("i", @key.variant(:iseq, options), path)
+      def iseq_key(path, variant)
+        @key.for("i", variant || LoadedFiles.iseq_variant(@key), path)
       end
 
       # The stored keys a boot may look +path+ up under (one per expected call shape).
@@ -81,14 +84,16 @@ module Loadout
 
     class << self
       # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
+      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see Checker).
       # One Checker per store and roots is reused, so a whole check lists the store once.
-      #: (store: untyped, path: String, kind: Symbol, roots: Array[String]) -> [Symbol, String?]
-      def check(store:, path:, kind:, roots:)
+      #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?)
+      #:   -> [Symbol, String?]
+      def check(store:, path:, kind:, roots:, variant: nil, key: nil)
         raise ConfigError.new(:kind, kind, KINDS.map(&:inspect).join(", ")) unless KINDS.include?(kind)
 
         @checker = nil unless @checker && @checker_for == [store, roots]
         @checker_for = [store, roots]
-        (@checker ||= Checker.new(store, roots)).check(path, kind)
+        (@checker ||= Checker.new(store, roots)).check(path, kind, variant: variant, key: key)
       end
     end
   end

@@ -7,6 +7,12 @@ module Loadout
       EVENTS = { hit: :hits, miss: :misses, stale: :stale, revalidated: :revalidated, corrupt: :corrupt,
                  skipped: :skipped }.freeze
       FIELDS = %i[hits misses stale revalidated corrupt skipped compiles bytes_read load_ns compile_ns digest_ns].freeze
+      # YAML/JSON lookups remembered for LoadedFiles: a boot makes tens to hundreds; a process
+      # parsing many distinct files (uploads, say) stops remembering here.
+      LOADED_LIMIT = 10_000
+
+      # { store key => path } of the YAML and JSON lookups this process made (see LoadedFiles).
+      attr_reader :loaded
 
       def initialize
         # Read once: constants named per call are looked up again after every class definition
@@ -15,6 +21,7 @@ module Loadout
         @instrumentation = Instrumentation
         @counts = {}
         @reasons = {}
+        @loaded = {}
         KINDS.each do |kind|
           @counts[kind] = FIELDS.to_h { |f| [f, 0] }
           @reasons[kind] = Hash.new(0)
@@ -32,6 +39,11 @@ module Loadout
         else
           Instrumentation.emit(event, path, cache: kind)
         end
+      end
+
+      # Remembers one YAML or JSON lookup: its store key and the file's path.
+      def loaded!(key, path) #: (String, String) -> void
+        @loaded[key] = path if @loaded.size < LOADED_LIMIT
       end
 
       def add(kind, field, amount) #: (Symbol, Symbol, Integer) -> void

@@ -70,6 +70,7 @@ module Loadout
             abspath = File.expand_path(path)
             variant = call.variant ||= ctx.key.variant(call.kind, call.options)
             key = ctx.key.for(call.letter, variant, abspath)
+            ctx.counters.loaded!(key, abspath) # for `loadout check` (LoadedFiles)
             state = :miss
             if (blob = ctx.store.get(key))
               ctx.counters.add(call.kind, :bytes_read, blob.bytesize)
