@@ -232,7 +232,7 @@ module Loadout
         return unless own && writable
 
         record = LastBoot.snapshot(@installed, @setup_seconds, wrote)
-        guard("record the last boot") { LastBoot.write(store.path, record) }
+        guard("record the last boot") { LastBoot.write(store.path, record, shared: @config&.trust_shared_cache ? true : false) }
       end
 
       # Whether this boot wrote to the store (or queued files for its background compiler):

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "trust"
+
 module Loadout
   # The last boot's numbers for `loadout stats`, in a small text file beside the store
   # ("<store>.last-boot"), rewritten at the exit of every boot that may write the cache.
@@ -25,13 +27,17 @@ module Loadout
 
       # Writes +data+ (a Hash of Strings to numbers, Strings, booleans or nested Hashes of them)
       # for the store at +store_path+. Never raises: the numbers are not worth a failed exit.
-      #: (String, Hash[String, untyped]) -> bool
-      def write(store_path, data)
+      # The file gets the cache's file mode (Trust.file_mode), whatever the umask.
+      #: (String, Hash[String, untyped], ?shared: bool) -> bool
+      def write(store_path, data, shared: false)
         record = dump(data, Random.urandom(8).unpack1("H*"))
         flags = File::WRONLY | File::CREAT | File::NOFOLLOW | File::NONBLOCK
-        File.open(path_for(store_path), flags, 0o600) do |f|
+        mode = Trust.file_mode(shared)
+        File.open(path_for(store_path), flags, mode, binmode: true) do |f|
           stat = f.stat
           return false unless stat.file? && stat.nlink == 1 && stat.uid == Process.euid
+
+          f.chmod(mode) unless stat.mode & 0o777 == mode
 
           f.truncate(SIZE) if stat.size > SIZE # a file from elsewhere: once
           f.syswrite(record)

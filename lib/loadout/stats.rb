@@ -39,6 +39,9 @@ module Loadout
     end
     private_constant :Fanout
 
+    # loadout's own lib dir: its files are not counted as the app's requires.
+    OWN_LIB = "#{File.expand_path("..", __dir__)}/"
+
     # Wraps require and require_relative while stats are on, to measure each file's self time.
     # An alias chain in Kernel, like any other decorator (never a prepended module: an alias of
     # Kernel#require taken later, as Zeitwerk takes one, would capture the prepended method and
@@ -49,6 +52,9 @@ module Loadout
         alias_method :__loadout_untimed_require, :require
 
         def require(feature)
+          # loadout's own files (loaded lazily, some at exit) are not the app's requires.
+          return __loadout_untimed_require(feature) if feature.is_a?(String) && feature.start_with?(Loadout::Stats::OWN_LIB)
+
           Loadout::Stats.__time_require(feature) { __loadout_untimed_require(feature) }
         end
 

@@ -288,6 +288,7 @@ class CLITest < Minitest::Test
       assert_equal 1, run.status
       assert_includes run.err, "failed: 1 worker process(es) exited with an error"
     ensure
+      pool.remove_method(:run)
       pool.alias_method(:run, :__real_run)
       pool.remove_method(:__real_run)
     end

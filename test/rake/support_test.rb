@@ -105,25 +105,25 @@ class RakeSupportTest < Minitest::Test
   end
 
   test "loadout:precompile explains a missing CLI" do
-    script = <<~'RUBY'
-      require "rake"
-      require "loadout/rake_tasks"
-      module Kernel
-        alias_method :__orig_require, :require
-        def require(name)
-          raise LoadError, "cannot load such file -- loadout/cli" if name == "loadout/cli"
-          __orig_require(name)
+    # A copy of lib/ without the CLI (a gem packaged without it): rake_tasks loads it by
+    # absolute path, so only a missing file can make it unavailable.
+    Dir.mktmpdir do |dir|
+      FileUtils.cp_r(P::LIB, dir)
+      lib = File.join(dir, File.basename(P::LIB))
+      File.delete(File.join(lib, "loadout/cli.rb"))
+      script = <<~'RUBY'
+        require "rake"
+        require File.join(ENV.fetch("T_LIB"), "loadout/rake_tasks")
+        Rake.application.init("rake", [])
+        begin
+          Rake::Task["loadout:precompile"].invoke
+        rescue Loadout::RakeTaskError => e
+          puts "#{e.class}: #{e.message}"
         end
-      end
-      Rake.application.init("rake", [])
-      begin
-        Rake::Task["loadout:precompile"].invoke
-      rescue Loadout::RakeTaskError => e
-        puts "#{e.class}: #{e.message}"
-      end
-    RUBY
-    r = child(script)
-    assert r.success?, r.stderr
-    assert_match(/Loadout::RakeTaskError: loadout:precompile: the loadout CLI is unavailable/, r.stdout)
+      RUBY
+      r = run_ruby(script, ruby_opts: ["-I", P.rake_libs.first], env: { "RUBYOPT" => nil, "T_LIB" => lib })
+      assert r.success?, r.stderr
+      assert_match(/Loadout::RakeTaskError: loadout:precompile: the loadout CLI is unavailable \(cannot load such file -- .*cli/, r.stdout)
+    end
   end
 end

@@ -84,11 +84,11 @@ class BinaryIOTest < Minitest::Test
         plain, = boot(dir, combo, with: false)
         cold, = boot(dir, combo, with: true)
         assert_equal plain, cold, "cold boot differs from plain Ruby"
-        assert_equal %w[store store.hint], cache_files(dir)
+        assert_equal %w[store store.hint store.last-boot], cache_files(dir)
         assert_hint_covers_store(dir, combo)
         warm, stats = boot(dir, combo, with: true)
         assert_equal plain, warm, "warm boot differs from plain Ruby"
-        assert_equal %w[store store.hint], cache_files(dir)
+        assert_equal %w[store store.hint store.last-boot], cache_files(dir)
         assert_hint_covers_store(dir, combo)
 
         assert_equal 0, stats[:iseq][:misses], stats.inspect
@@ -114,7 +114,7 @@ class BinaryIOTest < Minitest::Test
                                 'Encoding.default_internal = Encoding::UTF_8; require "set"', chdir: dir)
       assert result.success?, result.stderr
       assert_empty result.stderr
-      assert_equal %w[store store.hint], cache_files(dir, "c")
+      assert_equal %w[store store.hint store.last-boot], cache_files(dir, "c")
     end
   end
 end
