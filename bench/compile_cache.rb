@@ -52,6 +52,7 @@ def prelude(kind, app, cache)
       require "loadout/compile_cache"
       Loadout::CompileCache.install!(store: Loadout::Store.open(#{cache.dump}, fail_safe: true, defer_writes: true),
                                      roots: [#{app.dump}])
+      at_exit { Loadout::CompileCache.finish! }
     RUBY
   end
 end

@@ -50,6 +50,7 @@ def child(kind, app, cache)
               require "loadout"; require "loadout/store"; require "loadout/compile_cache"
               Loadout::CompileCache.install!(store: Loadout::Store.open(#{cache.dump}, fail_safe: true, defer_writes: true),
                                              roots: [APP], yaml: false, json: false)
+              at_exit { Loadout::CompileCache.finish! }
             RUBY
           end
   paths = { floor: [], bootsnap: BOOTSNAP, loadout: [LIB, *MSGPACK] }.fetch(kind)

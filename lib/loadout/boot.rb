@@ -60,6 +60,8 @@ module Loadout
 
       # Uninstalls every component and closes the store; setup may then run again (tests).
       def teardown #: () -> void
+        cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
+        guard("write the compile cache's queue") { cache.finish! } if cache.respond_to?(:finish!)
         @installed.reverse_each { |mod| guard("uninstall #{mod}") { mod.uninstall! } }
         @installed = []
         guard("close the store") { @store&.close }
@@ -202,17 +204,20 @@ module Loadout
         end
       end
 
-      # Runs at exit: records what this boot loaded (for `loadout check`) and the app's
-      # $LOAD_PATH when it writes anyway, flushes the batched writes of the whole boot in one go,
-      # closes the store, then leaves this boot's numbers beside it (LastBoot, for `loadout stats`).
-      # Forked children record nothing of their own: the process that set up is the boot.
+      # The one exit sequence of a boot (the only at_exit hook loadout registers for it), in
+      # order: the compile cache's writer (its queued compiles and self cache, while the store is
+      # open); what this boot loaded (for `loadout check`) and the app's $LOAD_PATH, when it
+      # writes anyway; the batched writes of the whole boot flushed in one go; the store closed;
+      # then this boot's numbers beside it (LastBoot, for `loadout stats`). Forked children record
+      # nothing of their own: the process that set up is the boot.
       def finish
         store = @store or return
+        cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
+        guard("write the compile cache's queue") { cache.finish! } if cache.respond_to?(:finish!)
         own = @setup_pid == Process.pid
         writable = store.writable?
         wrote = writable && wrote?(store)
         if wrote || (writable && @config&.stats)
-          cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
           if own && cache
             guard("record the loaded files") { LoadedFiles.record(store, cache, @config.compile_cache.include?(:iseq)) }
           end

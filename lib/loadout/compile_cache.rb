@@ -12,6 +12,8 @@ module Loadout
   # to Ruby doing the work itself.
   #
   #   Loadout::CompileCache.install!(store: store, roots: [app_root, *gem_dirs, RbConfig::CONFIG["prefix"]])
+  #   ...
+  #   Loadout::CompileCache.finish! # before store.close (Loadout.setup does both at exit)
   module CompileCache
     KINDS = %i[iseq yaml json].freeze
     FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored
@@ -39,6 +41,11 @@ module Loadout
       # The Writer, made on the first miss (a warm boot never loads it).
       def writer
         @writer ||= Writer.new(store, miss_compile, counters, key)
+      end
+
+      # Runs the writer, if a miss made one (see CompileCache.finish!).
+      def finish
+        @writer&.run
       end
 
       # Whether +path+ is served without its per-file stat (trust: :stable for gem and Ruby
@@ -81,6 +88,16 @@ module Loadout
           LazyHook.trace!
         end
         true
+      end
+
+      # Writes what this process queued for the cache (the :exit mode's compiles, loadout's own
+      # self cache) and stops capturing. Boot.finish calls it first at exit, before it records,
+      # flushes and closes the store; a caller of install! without Loadout.setup calls it itself
+      # before closing its store. Safe to call more than once.
+      def finish! #: () -> void
+        @context&.finish
+      rescue StandardError => e
+        internal_error(:iseq, nil, e)
       end
 
       # Turns every handler off (their hooks stay in place but pass straight through).

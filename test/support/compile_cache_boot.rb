@@ -33,6 +33,7 @@ module Loadout
             store = Loadout::Store.open(#{store.dump}, readonly: #{readonly}, fail_safe: true, defer_writes: true)
             at_exit { File.binwrite(#{out.dump}, Marshal.dump([Loadout::CompileCache.stats, $cc_events])) }
             Loadout::CompileCache.install!(store: store, roots: #{roots.inspect}, readonly: #{readonly}, miss_compile: #{miss_compile.inspect}#{install})
+            at_exit { Loadout::CompileCache.finish! } # (Loadout.setup's exit does this)
             Loadout::CompileCache.context.validator.racy_ns = #{Integer(racy_ns)}
             #{body}
           RUBY

@@ -14,9 +14,13 @@ module Loadout
     #   rewritten to Ruby's own), for callers that compile files they do not run.
     #
     # loadout's own files (SelfCache) are compiled at exit when their self cache is missing or
-    # stale, once per loadout and Ruby version. The at_exit hook is registered on the first
-    # miss, so it runs before the hooks registered when loadout was set up (Ruby runs at_exit
-    # hooks last-in first-out), while the store is open.
+    # stale, once per loadout and Ruby version.
+    #
+    # The Writer registers no at_exit hook of its own: #run is called by whoever owns the boot's
+    # exit (Boot.finish, first in its ordered sequence, while the store is open;
+    # CompileCache.finish! for direct users of CompileCache.install!). Two hooks ordered by
+    # registration time dropped every :exit compile when the first miss came before setup
+    # registered its own.
     class Writer # :nodoc:
       MODES = %i[capture exit].freeze
 
@@ -31,7 +35,6 @@ module Loadout
         @groups = {}
         @capture = mode == :capture ? Capture.new(store, key, counters) : nil
         @self_job = nil
-        @hooked = false
         @finished = nil
       end
 
@@ -40,7 +43,6 @@ module Loadout
       #: (String, Array[String], Hash[Symbol, untyped]) -> void
       def self_cache(path, files, options)
         @self_job = [path, files, options]
-        hook_exit
       end
 
       # Called after #run; the ISeq handler uses it to leave its cold-store mode.
@@ -60,10 +62,10 @@ module Loadout
 
           paths[path] = true
         end
-        hook_exit
       end
 
-      # At exit: stops capturing, compiles what :exit mode queued and the self cache job.
+      # At exit: stops capturing, compiles what :exit mode queued and the self cache job. Runs
+      # once per queue: a second call finds nothing to do.
       def run #: () -> void
         @capture&.stop
         groups = @groups.map { |variant, (options, paths)| [variant, options, paths.keys] }
@@ -106,13 +108,6 @@ module Loadout
       end
 
       private
-
-      def hook_exit
-        return if @hooked
-
-        @hooked = true
-        at_exit { run }
-      end
 
       def shared_cache?
         @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?
