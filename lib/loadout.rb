@@ -10,7 +10,6 @@ require_relative "loadout/instrumentation"
 module Loadout
   autoload :Scan, File.expand_path("loadout/scan", __dir__)
   autoload :LoadPath, File.expand_path("loadout/load_path", __dir__)
-  autoload :Require, File.expand_path("loadout/require", __dir__)
   autoload :Store, File.expand_path("loadout/store", __dir__)
   autoload :CompileCache, File.expand_path("loadout/compile_cache", __dir__)
   autoload :Journal, File.expand_path("loadout/journal", __dir__)
@@ -38,6 +37,10 @@ module Loadout
         warn "loadout: #{config.problem}; running without loadout"
         return false
       end
+
+      # A second setup call loads nothing (Boot keeps the first): no self cache to read. (Boot
+      # is looked at only once loaded: loading it here would compile it outside the self cache.)
+      return Boot.setup(config) if autoload?(:Boot).nil? && Boot.config
 
       SelfCache.around(config) { Boot.setup(config) }
     end

@@ -49,12 +49,13 @@ module Loadout
         install_components(config) if @store
         # Last, so the require timer wraps the components' require decoration and sees every
         # require, including the ones they answer without Ruby (a LoadError from the index).
-        Stats.enable! if config.stats
+        Stats.enable!(root: config.root) if config.stats
         unless @at_exit
           @at_exit = true
           at_exit { finish }
         end
         @setup_seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+        Stats.setup_seconds = @setup_seconds if config.stats
         true
       end
 

@@ -3,14 +3,7 @@
 require "optparse"
 require "rbconfig"
 require_relative "../loadout"
-
-module Loadout
-  module Setup # :nodoc:
-    # The CLI reads LOADOUT_* through Setup but must not cache its own process (see setup.rb).
-    @manual = true
-  end
-end
-require_relative "setup"
+require_relative "env"
 
 module Loadout
   # `loadout COMMAND [options]`. Each command is a `<name>_command(argv)` method returning an

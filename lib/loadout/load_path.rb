@@ -2,7 +2,7 @@
 
 require_relative "native"
 require_relative "instrumentation"
-require_relative "require"
+require_relative "load_path/require_hook"
 require_relative "load_path/boot_record"
 require_relative "load_path/codec"
 require_relative "load_path/entry"
@@ -27,7 +27,7 @@ module Loadout
   # table over them is rebuilt in C whenever $LOAD_PATH changes (Rails engines reorder it), at
   # one hash probe per file. A feature no listing holds raises Ruby's LoadError after checking
   # only the app directories that could have gained it. How the hook composes with every other
-  # require decorator: see Require.
+  # require decorator: see RequireHook.
   #
   #   Loadout::LoadPath.install!(store: store)
   #   Loadout::LoadPath.find("json")  # => "/usr/lib/ruby/3.1.0/json.rb"
@@ -63,7 +63,7 @@ module Loadout
                   loaded: [$LOADED_FEATURES.size, caller_locations.map(&:absolute_path)] }
         Index.reset_counters
         state.boot!
-        Require.install!
+        RequireHook.install!
         Instrumentation.__watch { |on| Index.instrument(on) } unless @watching
         @watching = true
         @state = state
@@ -177,7 +177,7 @@ module Loadout
       # call through Kernel#require that an earlier decorator would see). Kept for callers that
       # want the cost paid up front.
       def __load_parts # :nodoc:
-        [State, Lister, Entry, Codec, Index, Roots, BootRecord, Require]
+        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook]
       end
 
       private

@@ -27,7 +27,6 @@ module Loadout
     end
 
     @table = nil
-    @walk = nil
     @served = 0
     @hooked = false
 
@@ -66,6 +65,22 @@ module Loadout
 
       # The bytes of a self cache file for +entries+ ([[path, entry], ...]: ISeq.build's entries,
       # negative ones included, so a file Ruby must compile is known as such, not as missing).
+      # Writes the self cache file +path+ for loadout's +files+ compiled with +options+
+      # (atomically: a reader sees the old file or the new one; a failed write leaves no temp
+      # file; created exclusively, with the cache's modes, see Trust). Unreadable files are left
+      # out.
+      #: (String, Array[String], Hash[Symbol, untyped], ?bool) -> void
+      def write(path, files, options, shared = false)
+        # compile_file reads in the default external encoding: one that is not ASCII-compatible
+        # (an app may set it) cannot read source; a later boot writes the self cache.
+        return unless Encoding.default_external.ascii_compatible?
+
+        entries = files.filter_map { |file| (entry = CompileCache::ISeq.build(file, options)) && [file, entry] }
+        Trust.write_atomically(path, dump(entries), shared)
+      rescue SystemCallError, IOError
+        nil # the next boot compiles loadout's files itself and asks again
+      end
+
       def dump(entries) #: (Array[[String, String]]) -> String
         body = entries.map { |path, e| [path.bytesize, e.bytesize].pack("L<L<") + path.b + e.b }.join.b
         MAGIC.b + [Native.store_crc32c(body, 0), entries.size].pack("L<L<") + body
@@ -92,14 +107,6 @@ module Loadout
         at == body.bytesize ? table : nil
       end
 
-      # The trust verdict of this setup's cache dir and self cache file, handed to Trust once:
-      # false when they passed, a report when they failed, nil when this process did not check.
-      def take_walk(key)
-        walk = @walk
-        @walk = nil
-        walk && walk[0] == key ? walk[1] : nil
-      end
-
       # Where the self cache for +store_path+ lives: one file per Ruby, loadout version and set of
       # compile options, so different Rubies keep theirs side by side.
       def path_for(store_path) #: (String) -> String
@@ -118,8 +125,6 @@ module Loadout
       def start(config)
         @table = nil
         return unless BACKEND == :native && config.compile_cache.include?(:iseq)
-        # A second setup call loads nothing (Boot keeps the first): no reason to read the file.
-        return if Loadout.autoload?(:Boot).nil? && Boot.config
         return if defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
 
         @path = path_for(config.store_path)
@@ -131,12 +136,12 @@ module Loadout
         # The whole cache or nothing: a quick look at the store and its hint too (the store checks
         # them again as opened), so a cache that will be refused serves no file of loadout's either.
         report ||= file_problem(config.store_path, flags) || file_problem("#{config.store_path}.hint", flags)
-        @walk = [key, report || false]
+        Trust.remember_walk(key, report || false) # the setup that follows uses this verdict
         return if report && report[0] != :missing
 
         data = report ? nil : Native.trust_read(@path, flags) # nil: no file yet
         if data.is_a?(Array)
-          return @walk = [key, data] unless data[0] == :error # it fails the rule: the cache is refused
+          return Trust.remember_walk(key, data) unless data[0] == :error # it fails the rule: the cache is refused
 
           data = nil # unreadable: Ruby compiles
         end
@@ -174,7 +179,12 @@ module Loadout
         writer = ctx.writer or return
 
         files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?(LIB_PREFIX) && f.end_with?(".rb") }
-        writer.self_cache(@path, files, RubyVM::InstructionSequence.compile_option) unless files.empty?
+        return if files.empty?
+
+        path = @path
+        options = RubyVM::InstructionSequence.compile_option
+        shared = config.trust_shared_cache
+        writer.at_run { write(path, files, options, shared) }
       rescue StandardError, ScriptError
         nil
       end

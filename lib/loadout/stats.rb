@@ -113,12 +113,17 @@ module Loadout
         end)
       end
 
-      # Starts counting events and timing requires; prints the report to +io+ at exit.
-      #: (?IO) -> void
-      def enable!(io = $stderr)
+      # The setup time the report shows (Boot sets it once setup is done).
+      attr_writer :setup_seconds
+
+      # Starts counting events and timing requires; prints the report to +io+ at exit. +root+:
+      # the app root, left out of the paths the report names.
+      #: (?IO, ?root: String?) -> void
+      def enable!(io = $stderr, root: nil)
         return if @enabled
 
         @enabled = true
+        @root = root
         @pid = Process.pid
         add_listener(method(:count))
         verbose = $VERBOSE
@@ -184,7 +189,7 @@ module Loadout
 
       def report_lines #: () -> Array[String]
         lines = ["loadout stats (#{label}, backend #{Loadout::BACKEND})"]
-        setup = Boot.setup_seconds
+        setup = @setup_seconds
         lines << format("  setup:              %.2f ms", setup * 1000) if setup && !forked?
         r = @requires
         lines << "  requires:           #{r[:calls]} calls, #{r[:loaded]} loaded, #{r[:failed]} raised" if @enabled || r[:calls].positive?
@@ -205,7 +210,7 @@ module Loadout
         lines << "  bytes read:         #{bytes}" if bytes.positive?
         top = @timings.max_by(TOP) { |t, _| t }
         unless top.empty?
-          root = Boot.config&.root
+          root = @root
           lines << "  slowest requires (self time, nested requires excluded):"
           top.each do |t, feature|
             shown = root && feature.start_with?("#{root}/") ? feature.delete_prefix("#{root}/") : feature
@@ -269,6 +274,8 @@ module Loadout
     end
 
     @enabled = false
+    @root = nil
+    @setup_seconds = nil
     reset!
   end
 end

@@ -36,6 +36,7 @@ module Loadout
     end
 
     @backend = BACKEND == :native ? Native : nil # nil: Checks, loaded on first use
+    @walked = nil # see remember_walk
 
     class << self
       def flags(shared)
@@ -194,7 +195,7 @@ module Loadout
       def cache_problem(config)
         key = [config.cache_dir, config.root, config.trust_shared_cache]
         # SelfCache walked already when it ran (it reads its file before setup): false = passed.
-        report = SelfCache.take_walk(key) if Loadout.autoload?(:SelfCache).nil?
+        report = take_walk(key)
         report = walk(*key) if report.nil?
         report = nil if report == false
         if report && report[0] == :missing && !config.readonly
@@ -206,6 +207,19 @@ module Loadout
           report = walk(*key)
         end
         report
+      end
+
+      # Hands cache_problem the verdict of a walk already done for +key+ (SelfCache checks the
+      # cache dir before setup, to read its own file from it): +report+ is false when it passed.
+      # Used once: the next cache_problem for +key+ takes it.
+      def remember_walk(key, report) #: (Array[untyped], untyped) -> void
+        @walked = [key, report]
+      end
+
+      def take_walk(key)
+        walked = @walked
+        @walked = nil
+        walked && walked[0] == key ? walked[1] : nil
       end
 
       # Whether a cache_problem report only says the cache dir is not there to use (missing, or

@@ -147,7 +147,7 @@ class RequireDecoratorsTest < Minitest::Test
       if Loadout::BACKEND == :native
         assert_equal "[nil, nil]", lines[0], "both are C functions: Ruby's frames, no loadout frame"
       else
-        assert_includes lines[0], "/loadout/require.rb", "the twin is a Ruby method"
+        assert_includes lines[0], "/loadout/load_path/require_hook.rb", "the twin is a Ruby method"
       end
       assert_equal "4", lines[1], "deco_a, deco_b, deco_k and deco/nested all went through the index"
     end

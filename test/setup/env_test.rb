@@ -2,16 +2,11 @@
 
 require "test_helper"
 
-module Loadout
-  module Setup
-    @manual = true # read the environment without setting this test process up
-  end
-end
-require "loadout/setup"
+require "loadout/env"
 
 class SetupEnvTest < Minitest::Test
   def config(env = {})
-    Loadout::Setup.config_from({ "BUNDLE_GEMFILE" => "/app/Gemfile" }.merge(env))
+    Loadout::Env.config_from({ "BUNDLE_GEMFILE" => "/app/Gemfile" }.merge(env))
   end
 
   def assert_env_rejected(name, value)
@@ -37,7 +32,7 @@ class SetupEnvTest < Minitest::Test
   # Bytes that are not UTF-8 (a Latin-1 "é"), as the environment hands them over.
   NOT_UTF8 = "caf\xE9".dup.force_encoding(Encoding::UTF_8)
 
-  test "requiring loadout/setup with @manual does not set up" do
+  test "requiring loadout/env reads nothing and sets nothing up" do
     assert_nil Loadout::Boot.config
   end
 
@@ -94,7 +89,7 @@ class SetupEnvTest < Minitest::Test
     assert_equal %i[iseq json], config("LOADOUT_DISABLE_YAML_CACHE" => "1").compile_cache
     two_off = config("LOADOUT_DISABLE_YAML_CACHE" => "1", "LOADOUT_DISABLE_JSON_CACHE" => "yes")
     assert_equal %i[iseq], two_off.compile_cache
-    all_off = config(Loadout::Setup::KIND_SWITCHES.values.to_h { |name| [name, "1"] })
+    all_off = config(Loadout::Env::KIND_SWITCHES.values.to_h { |name| [name, "1"] })
     refute all_off.compile_cache?
     assert all_off.load_path_cache
     assert_equal [], config("LOADOUT_DISABLE_COMPILE_CACHE" => "1", "LOADOUT_DISABLE_ISEQ_CACHE" => "0").compile_cache
@@ -119,7 +114,7 @@ class SetupEnvTest < Minitest::Test
   end
 
   test "every LOADOUT_* variable loadout reads is validated: a ConfigError, never another exception" do
-    names = File.read(File.expand_path("../../lib/loadout/setup.rb", __dir__)).scan(/"(LOADOUT_[A-Z_]+)"/).flatten.uniq
+    names = File.read(File.expand_path("../../lib/loadout/env.rb", __dir__)).scan(/"(LOADOUT_[A-Z_]+)"/).flatten.uniq
     assert_operator names.size, :>=, 12
     names.each do |name|
       [NOT_UTF8, "~nosuchuser_loadout/#{NOT_UTF8}"].each do |value|

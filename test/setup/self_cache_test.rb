@@ -151,8 +151,8 @@ class SelfCacheTest < Minitest::Test
         $LOADED_FEATURES << fake
         sc.send(:stop, config)
         writer = Loadout::CompileCache.context.writer
-        # Taken back: this test process must not start a worker at its exit.
-        writer.instance_variable_get(:@self_job).tap { writer.instance_variable_set(:@self_job, nil) }
+        # Taken back: this test process must not write a self cache at its exit.
+        writer.instance_variable_get(:@jobs).first.tap { writer.instance_variable_set(:@jobs, []) }
       ensure
         # The last copy of +fake+, not the last entry: the writer's autoload appends its own file
         # after it, and popping that would make the next require load writer.rb a second time.

@@ -75,8 +75,7 @@ class TempFilesTest < Minitest::Test
         Loadout::Store.open(path) { |s| s.put("k", "v") }
         files = Dir[File.join(#{File.expand_path("../../lib/loadout/store", __dir__).dump}, "*.rb")]
         limit.call
-        Loadout::CompileCache::Writer.write_self_cache(path + ".self-0123456789abcdef", files,
-                                                       RubyVM::InstructionSequence.compile_option)
+        Loadout::SelfCache.write(path + ".self-0123456789abcdef", files, RubyVM::InstructionSequence.compile_option)
       RUBY
       assert_equal %w[store store.hint], files_line(out)
     end

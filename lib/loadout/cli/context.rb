@@ -11,7 +11,7 @@ module Loadout
       attr_reader :config, :help
 
       def initialize(env, cache_dir, help)
-        base = Setup.config_from(env) || Setup.config_from(env.to_h.merge("LOADOUT_DISABLE" => "0"))
+        base = Env.config_from(env) || Env.config_from(env.to_h.merge("LOADOUT_DISABLE" => "0"))
         opts = base.to_h
         opts[:cache_dir] = cache_dir if cache_dir
         @config = Config.new(**opts)

@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require_relative "../trust"
 require_relative "capture"
 
 module Loadout
@@ -13,8 +12,7 @@ module Loadout
     # - :exit: compile them again at exit in this process (ISeq.build: compile_file, labels
     #   rewritten to Ruby's own), for callers that compile files they do not run.
     #
-    # loadout's own files (SelfCache) are compiled at exit when their self cache is missing or
-    # stale, once per loadout and Ruby version.
+    # loadout's own files are compiled at exit by SelfCache, through #at_run.
     #
     # The Writer registers no at_exit hook of its own: #run is called by whoever owns the boot's
     # exit (Boot.finish, first in its ordered sequence, while the store is open;
@@ -34,15 +32,14 @@ module Loadout
         @key = key
         @groups = {}
         @capture = mode == :capture ? Capture.new(store, key, counters) : nil
-        @self_job = nil
+        @jobs = []
         @finished = nil
       end
 
-      # Asks for loadout's own +files+ to be compiled with +options+ into the self cache file at
-      # +path+ (see SelfCache), at exit.
-      #: (String, Array[String], Hash[Symbol, untyped]) -> void
-      def self_cache(path, files, options)
-        @self_job = [path, files, options]
+      # Runs +block+ once, at the end of #run (after this process's compiles): SelfCache writes
+      # loadout's own compiled files this way.
+      def at_run(&block)
+        @jobs << block
       end
 
       # Called after #run; the ISeq handler uses it to leave its cold-store mode.
@@ -69,11 +66,11 @@ module Loadout
       def run #: () -> void
         @capture&.stop
         groups = @groups.map { |variant, (options, paths)| [variant, options, paths.keys] }
-        self_job = @self_job
+        jobs = @jobs
         @groups = {}
-        @self_job = nil
+        @jobs = []
         compile_all(groups) unless groups.empty?
-        Writer.write_self_cache(*self_job, shared_cache?) if self_job
+        jobs.each(&:call)
         @finished&.call
       rescue StandardError => e
         CompileCache.internal_error(:iseq, nil, e)
@@ -92,29 +89,12 @@ module Loadout
         end
       end
 
-      # Writes the self cache file +path+ for loadout's +files+ (atomically: a reader sees the old
-      # file or the new one; a failed write leaves no temp file; created exclusively, with the
-      # cache's modes, see Trust). Unreadable files are left out.
-      #: (String, Array[String], Hash[Symbol, untyped], ?bool) -> void
-      def self.write_self_cache(path, files, options, shared = false)
-        # compile_file reads in the default external encoding: one that is not ASCII-compatible
-        # (an app may set it) cannot read source; a later boot writes the self cache.
-        return unless Encoding.default_external.ascii_compatible?
-
-        entries = files.filter_map { |file| (entry = ISeq.build(file, options)) && [file, entry] }
-        Trust.write_atomically(path, SelfCache.dump(entries), shared)
-      rescue SystemCallError, IOError
-        nil # the next boot compiles loadout's files itself and asks again
-      end
-
       private
 
-      def shared_cache?
-        @store.respond_to?(:trust_shared_cache?) && @store.trust_shared_cache?
-      end
-
       def compile_all(groups)
-        return unless Encoding.default_external.ascii_compatible? # see write_self_cache
+        # compile_file reads in the default external encoding: one that is not ASCII-compatible
+        # (an app may set it) cannot read source; the next boot misses them again.
+        return unless Encoding.default_external.ascii_compatible?
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
         @counters.add(:iseq, :compiles, Writer.compile_into(@store, @key, groups))

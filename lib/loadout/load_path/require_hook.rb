@@ -1,0 +1,83 @@
+# frozen_string_literal: true
+
+module Loadout
+  module LoadPath
+    # Where loadout's require goes: in place of Ruby's own C require, below every decorator.
+    #
+    # A process holds a chain of require decorators: RubyGems' Kernel#require (unless Bundler
+    # removed it), Bundler's bundled-gems warning (Ruby 3.3), Zeitwerk's Kernel#require, Bootsnap,
+    # an app's alias chain or prepended module. Each one ends by calling what it wrapped, by name
+    # (gem_original_require, zeitwerk_original_require, require_without_bootsnap, super), and the
+    # chain bottoms out in Ruby's C require. Every such name is a method entry of Kernel (or of
+    # Kernel's singleton class, for Kernel.require) whose body is that C function.
+    #
+    # install! replaces each of those entries, under the same name and visibility, with
+    # loadout's hook: a C function too (require_native.c) that answers the $LOAD_PATH search from
+    # the index and otherwise does exactly what rb_require_string does. So:
+    # - every decorator, installed before or after loadout, still runs, in the same order, with
+    #   the argument it would get without loadout (Zeitwerk sees the directory path an autoload of
+    #   an implicit namespace passes, RubyGems sees the feature name and still activates gems on a
+    #   LoadError);
+    # - a decorator installed later (an alias of Kernel#require taken after setup) wraps the hook
+    #   like it would wrap Ruby's require; Bundler's reverse of RubyGems' mixin
+    #   (define_method(:require, instance_method(:gem_original_require))) copies the hook;
+    # - nothing is prepended, so `alias_method` after a prepend (which captures the prepended
+    #   method: the cause of the super/recursion errors this design replaces) cannot happen;
+    # - an UnboundMethod of Ruby's require captured before install keeps calling Ruby's require:
+    #   that path is not accelerated, and not changed either.
+    # The hook stays in place for the process; with the index uninstalled it is rb_require_string.
+    module RequireHook
+      class << self
+        # Replaces every entry of Ruby's C require not replaced yet. Returns how many it replaced.
+        #: () -> Integer
+        def install!
+          found = targets
+          verbose = $VERBOSE
+          $VERBOSE = nil # redefining an aliased C method warns under -w; nothing here is a mistake
+          found.each { |mod, name, public| hook(mod, name, public) }
+          found.size
+        ensure
+          $VERBOSE = verbose
+        end
+
+        # [module, name, public?] for each method entry of Kernel and Kernel's singleton class that
+        # is Ruby's C require itself or an alias of it, whatever its name.
+        def targets
+          [::Kernel, ::Kernel.singleton_class].flat_map do |mod|
+            names = mod.private_instance_methods(false).map { |n| [n, false] } +
+                    mod.public_instance_methods(false).map { |n| [n, true] }
+            # (The native hook is a C function named like the entry it replaced, so it matches
+            # again here: replacing it by itself changes nothing.)
+            names.filter_map { |(name, public)| [mod, name, public] if ruby_require?(mod, name) }
+          end
+        end
+
+        private
+
+        def ruby_require?(mod, name)
+          um = own_method(mod, name)
+          um && um.source_location.nil? && um.original_name == :require && um.arity == 1
+        end
+
+        # The entry in +mod+'s own method table, behind any module prepended to +mod+ (which
+        # instance_method would answer first).
+        def own_method(mod, name)
+          um = mod.instance_method(name)
+          um = um.super_method while um && um.owner != mod
+          um
+        end
+
+        def hook(mod, name, public)
+          if BACKEND == :native
+            Native.lp_hook(mod, name, public)
+          else
+            original = own_method(mod, name)
+            hook = RubyHook
+            mod.send(:define_method, name) { |feature| hook.require(self, feature, original) }
+            mod.send(:private, name) unless public
+          end
+        end
+      end
+    end
+  end
+end
