@@ -14,6 +14,7 @@ Init_loadout_ext(void)
     lo_scan_native_init(lo_mNative);
     lo_store_native_init(lo_mNative);
     lo_digest_native_init(lo_mNative);
+    lo_freshness_native_init(lo_mNative);
     lo_lp_native_init(lo_mNative);
     lo_require_native_init(lo_mNative);
     lo_trust_native_init(lo_mNative);

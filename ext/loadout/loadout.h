@@ -27,6 +27,7 @@ extern VALUE lo_mNative;
 void lo_scan_native_init(VALUE mNative);
 void lo_store_native_init(VALUE mNative);
 void lo_digest_native_init(VALUE mNative);
+void lo_freshness_native_init(VALUE mNative);
 void lo_trust_native_init(VALUE mNative);
 
 #endif

@@ -7,7 +7,7 @@ module Loadout
   # Caches the expensive compile and parse steps of a boot in the store: Ruby instruction
   # sequences (through RubyVM::InstructionSequence.load_iseq), YAML.load_file and friends, and
   # JSON.load_file. Every handler shares one key and validation path (CompileCache::Key,
-  # CompileCache::Validator): keys are relative to the roots so a moved checkout still hits,
+  # CompileCache::Freshness): keys are relative to the roots so a moved checkout still hits,
   # entries are checked with one stat and a content digest, and anything unexpected falls back
   # to Ruby doing the work itself.
   #
@@ -30,14 +30,20 @@ module Loadout
     autoload :Key, File.expand_path("compile_cache/key", __dir__)
     autoload :LazyHook, File.expand_path("compile_cache/lazy_hook", __dir__)
     autoload :Serializer, File.expand_path("compile_cache/serializer", __dir__)
-    autoload :Validator, File.expand_path("compile_cache/validator", __dir__)
+    autoload :Freshness, File.expand_path("compile_cache/freshness", __dir__)
     autoload :ValueHandler, File.expand_path("compile_cache/value_handler", __dir__)
     autoload :Values, File.expand_path("compile_cache/values", __dir__)
     autoload :Writer, File.expand_path("compile_cache/writer", __dir__)
     autoload :YAML, File.expand_path("compile_cache/yaml", __dir__)
 
     # What a handler needs from the installation: one per install!.
-    Context = Struct.new(:store, :readonly, :trust, :key, :validator, :counters, :miss_compile) do # :nodoc:
+    # +racy_ns+: Freshness's racy window (tests that write files and boot at once set 0).
+    Context = Struct.new(:store, :readonly, :trust, :key, :racy_ns, :counters, :miss_compile) do # :nodoc:
+      # The stat record of an entry's key, for Freshness (made once: a hit allocates nothing for it).
+      def stat_lookup
+        @stat_lookup ||= ->(key) { store.get(Key.stat_key(key)) }
+      end
+
       # The Writer, made on the first miss (a warm boot never loads it).
       def writer
         @writer ||= Writer.new(store, miss_compile, counters, key)
@@ -77,7 +83,7 @@ module Loadout
         readonly = true if readonly || !store.writable?
         @counters = Counters.new
         ValueCalls.reset! if const_defined?(:ValueCalls, false)
-        @context = Context.new(store, readonly, trust, Key.new(roots), Validator.new(store, readonly),
+        @context = Context.new(store, readonly, trust, Key.new(roots), Freshness::RACY_NS,
                                @counters, miss_compile)
         # YAML and JSON first, so their files are not compiled through the ISeq hook.
         YAML.install!(@context) if yaml

@@ -5,19 +5,17 @@ module Loadout
   # once its ~30 files are loaded, so those files used to be compiled by Ruby on every boot (about
   # 35M instructions, 4% of a warm 470-file boot). Their compiled entries live in one small file
   # beside the store ("<store>.self-<variant>"), read whole at setup; a tiny load_iseq hook serves
-  # them through the same one-call check as a cache hit (Native.cc_fresh_payload: exact path,
-  # one stat, racy rule, payload digest) until setup is over, then steps aside.
+  # them through the compile cache's own freshness rule (Native.cc_judge, see
+  # CompileCache::Freshness: exact path, one stat, racy rule, payload digest; no stat record,
+  # no revalidation) until setup is over, then steps aside.
   #
-  # The file is written by the compile cache's background worker when it is missing or one of
+  # The file is written at exit (Writer#at_run, then .write) when it is missing or one of
   # loadout's files was not served from it (a new loadout, an edited file). This file itself is
   # the one Ruby always compiles, so it stays small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
     MAGIC = "LOself1\n"
     LIB = File.expand_path("..", __dir__)
     LIB_PREFIX = "#{LIB}/"
-    RACY_NS = 2_000_000_000 # Validator::RACY_NS, not loaded yet at this point
-    NEGATIVE = 4 # Entry::NEGATIVE (likewise)
-    VERBOSE_WARNINGS = 32 # Entry::VERBOSE_WARNINGS
 
     # Passes load_iseq on unless the self cache has the file.
     module Hook
@@ -50,11 +48,12 @@ module Loadout
           @stale = true if path.start_with?(LIB_PREFIX)
           return nil
         end
-        payload = Native.cc_fresh_payload(blob, path, blob.getbyte(4), RACY_NS, $VERBOSE == true, nil)
-        iseq = payload && RubyVM::InstructionSequence.load_from_binary(payload)
+        # (The entry's own version is accepted: the file's name carries loadout's version.)
+        result = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, false, nil, nil)
+        iseq = result.is_a?(String) ? RubyVM::InstructionSequence.load_from_binary(result) : nil
         if iseq
           @served += 1
-        elsif !compiled_by_ruby?(blob.getbyte(5))
+        elsif !(result.is_a?(Array) && %i[negative warns].include?(result[0])) # not one Ruby must compile
           @stale = true
         end
         iseq
@@ -118,10 +117,6 @@ module Loadout
       private
 
       # Entries that say "Ruby compiles this one" (here, or under -w): not a reason to rewrite.
-      def compiled_by_ruby?(flags)
-        (flags & NEGATIVE) != 0 || ($VERBOSE == true && (flags & VERBOSE_WARNINGS) != 0)
-      end
-
       def start(config)
         @table = nil
         return unless BACKEND == :native && config.compile_cache.include?(:iseq)

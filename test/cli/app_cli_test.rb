@@ -100,7 +100,7 @@ class AppCLITest < Minitest::Test
       File.open(File.join(app, "app.rb"), "a") { |f| f.puts 'require Class.new(String).new("json")' }
       # The copy gave every file a fresh ctime: an entry verified within the racy window after it
       # is confirmed by digest on the next boot (a write). Wait it out, as boot_test does.
-      sleep((Loadout::CompileCache::Validator::RACY_NS / 1e9) + 0.2)
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       cold = boot!(app)
       cold_pid = File.read(File.join(cache_dir(app), "store.last-boot"))[/^pid (\d+)$/, 1]
       writer = boot!(app, env: { "LOADOUT_STATS" => "1" })

@@ -135,7 +135,7 @@ class PrecompileValuesTest < Minitest::Test
   def with_app_files
     with_files(FILES) do |dir|
       # Past the racy window of the files just written, so entries made now are stat hits.
-      sleep((Loadout::CompileCache::Validator::RACY_NS / 1e9) + 0.2)
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       yield dir
     end
   end

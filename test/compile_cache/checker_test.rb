@@ -15,7 +15,7 @@ class CompileCacheCheckerTest < Minitest::Test
     with_files(files) do |dir|
       cache = File.join(dir, "tmp/cache")
       # Past the racy window, so the precompiled entries are trusted by stat alone.
-      sleep((Loadout::CompileCache::Validator::RACY_NS / 1e9) + 0.2)
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       # Without the bundle's environment: the app root is then this directory (not the repo's
       # Gemfile's), and keys are relative to it, as the roots passed to check below say.
       result = run_ruby("load ARGV.shift", args: [EXE, "precompile", "-j", "0", "--cache-dir", cache, dir], chdir: dir,
@@ -77,7 +77,7 @@ class CompileCacheCheckerTest < Minitest::Test
       path = File.join(dir, "store")
       yml = File.join(dir, "c/x.yml")
       json = File.join(dir, "c/x.json")
-      sleep((Loadout::CompileCache::Validator::RACY_NS / 1e9) + 0.2)
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       Loadout::Store.open(path) do |store|
         Loadout::CompileCache.install!(store: store, iseq: false, roots: [dir], miss_compile: :exit)
         YAML.safe_load_file(yml, symbolize_names: true) # a shape no default covers

@@ -183,25 +183,27 @@ class CompileCacheISeqTest < Minitest::Test
       later = Time.now + 3600
       Dir.glob("#{app}/**/*.rb").each { |f| File.utime(later, later, f) }
 
-      # Each file is revalidated in the handler's own calls: the full validator runs only for
-      # the files Ruby compiles (the program's uncached ones).
+      # Each file with an entry is judged in one call (Freshness.judge), revalidation included:
+      # the cached ones and those whose negative entry leaves them to Ruby.
       counted = <<~'RUBY'
-        checks = 0
-        Loadout::CompileCache.context.validator.define_singleton_method(:check) { |*a| (checks += 1) && super(*a) }
-        at_exit { $stderr.puts "validator checks: #{checks}" }
+        judgements = 0
+        Loadout::CompileCache::Freshness.singleton_class.prepend(Module.new do
+          define_method(:judge) { |*a| (judgements += 1) && super(*a) }
+        end)
+        at_exit { $stderr.puts "judgements: #{judgements}" }
       RUBY
       ci = boot(app, store, counted + REQUIRES)
       assert_equal CACHED, ci.count(:iseq, :revalidated)
       assert_equal [0, 0, 0, 0], %i[hits misses stale compiles].map { |f| ci.count(:iseq, f) }
-      assert_includes ci.stderr, "validator checks: #{UNCACHED}"
+      assert_includes ci.stderr, "judgements: #{CACHED + UNCACHED}"
 
-      # The boots after it are plain hits again, each checked in one call with the stat record
+      # The boots after it are plain hits again, each judged in one call with the stat record
       # the revalidation appended.
       again = boot(app, store, counted + REQUIRES)
       assert_equal CACHED, again.count(:iseq, :hits)
       assert_equal 0, again.count(:iseq, :revalidated)
       assert_equal again.stdout, ci.stdout
-      assert_includes again.stderr, "validator checks: #{UNCACHED}"
+      assert_includes again.stderr, "judgements: #{CACHED + UNCACHED}"
     end
   end
 

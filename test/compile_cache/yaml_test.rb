@@ -129,28 +129,32 @@ class CompileCacheYamlTest < Minitest::Test
     end
   end
 
-  test "a warm hit at the path the entry was stored from is checked in one call, not parsed apart" do
+  test "every lookup of a stored entry is one judgement, a changed or touched file's too" do
     with_value_cache([["w.yml", "k: v\n"], ["e.yml", ""]], [:yaml]) do |dir, _|
       path = File.join(dir, "w.yml")
       empty = File.join(dir, "e.yml")
       YAML.load_file(path)
       YAML.load_file(empty, fallback: :none)
-      checks = 0
-      validator = Loadout::CompileCache.context.validator
-      validator.define_singleton_method(:check) { |*args| (checks += 1) && super(*args) }
-      2.times { assert_equal({ "k" => "v" }, YAML.load_file(path)) }
-      assert_equal :none, YAML.load_file(empty, fallback: :none)
-      assert_equal 0, checks, "the full validation ran on a plain warm hit"
-      assert_equal 3, Loadout::CompileCache.stats[:yaml][:hits]
-      File.write(path, "k: w\n")
-      assert_equal({ "k" => "w" }, YAML.load_file(path))
-      assert_equal 1, checks, "a changed file goes through the full validation"
-      YAML.load_file(path) # stored again
-      later = Time.now + 60
-      File.utime(later, later, path) # same bytes, new mtime: revalidated once, then one call again
-      2.times { assert_equal({ "k" => "w" }, YAML.load_file(path)) }
-      assert_equal 1, checks, "the revalidation and the hit after it (its stat record vouches) each take one call"
-      assert_equal 1, Loadout::CompileCache.stats[:yaml][:revalidated]
+      judgements = 0
+      counter = Module.new { define_method(:judge) { |*args| (judgements += 1) && super(*args) } }
+      Loadout::CompileCache::Freshness.singleton_class.prepend(counter)
+      begin
+        2.times { assert_equal({ "k" => "v" }, YAML.load_file(path)) }
+        assert_equal :none, YAML.load_file(empty, fallback: :none)
+        assert_equal 3, judgements
+        assert_equal 3, Loadout::CompileCache.stats[:yaml][:hits]
+        File.write(path, "k: w\n")
+        assert_equal({ "k" => "w" }, YAML.load_file(path))
+        assert_equal 4, judgements
+        YAML.load_file(path) # stored again
+        later = Time.now + 60
+        File.utime(later, later, path) # same bytes, new mtime: revalidated once, then its record vouches
+        2.times { assert_equal({ "k" => "w" }, YAML.load_file(path)) }
+        assert_equal 7, judgements
+        assert_equal 1, Loadout::CompileCache.stats[:yaml][:revalidated]
+      ensure
+        counter.send(:remove_method, :judge)
+      end
     end
   end
 

@@ -27,7 +27,7 @@ class BootTest < Minitest::Test
       # The copy just made gave every file a fresh ctime; an entry verified within the racy window
       # after a ctime is re-confirmed by digest (and that confirmation is written). Wait the window
       # out so the first warm boot is already a pure stat hit, as it is for files not just copied.
-      sleep((Loadout::CompileCache::Validator::RACY_NS / 1e9) + 0.2)
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       3.times { boot_app!(app) }
       # Every boot leaves its numbers in store.last-boot (for `loadout stats`); nothing else.
       last_boot = File.join(app, "tmp/cache/loadout/store.last-boot")

@@ -13,7 +13,7 @@ module Loadout
           store = CompileCacheStore.open(nil)
           Loadout::CompileCache.install!(store: store, iseq: false, yaml: kinds.include?(:yaml),
                                          json: kinds.include?(:json), roots: [dir], miss_compile: :exit)
-          Loadout::CompileCache.context.validator.racy_ns = 0
+          Loadout::CompileCache.context.racy_ns = 0
           yield dir, store
         ensure
           Loadout::CompileCache.uninstall!

@@ -3,15 +3,15 @@
 require_relative "../compile_cache"
 require_relative "key"
 require_relative "entry"
-require_relative "validator"
+require_relative "freshness"
 require_relative "value_calls"
 require_relative "../loaded_files"
 
 module Loadout
   module CompileCache
     # Answers `loadout check` for one file without booting the app and without writing: what
-    # would the next boot do with this file's cache entry? It repeats the boot's decisions
-    # (Validator with readonly: true, so a digest match appends nothing).
+    # would the next boot do with this file's cache entry? It asks Freshness what the boot asks
+    # it, and appends nothing (a digest match is reported, not recorded).
     #
     # With a boot's record of what it loaded (LoadedFiles), the exact entry is checked: the ISeq
     # variant that boot used (+variant+), the YAML/JSON store key it looked up (+key+). Without
@@ -25,7 +25,7 @@ module Loadout
       def initialize(store, roots)
         @store = store
         @key = Key.new(roots)
-        @validator = Validator.new(store, true)
+        @lookup = ->(key) { store.get(Key.stat_key(key)) }
         @by_path = nil
       end
 
@@ -66,18 +66,19 @@ module Loadout
 
       def check_entry(path, key)
         blob = @store.get(key) or return [:missing, "no entry"]
-        entry = Entry.load(blob) or return [:stale, "entry is damaged; it will be rebuilt"]
-        state, = @validator.check(path, entry, key)
-        case state
+        result = Freshness.judge(blob.freeze, path, Freshness::RACY_NS, false, true, @lookup, key)
+        verdict, payload = result.is_a?(String) ? [:fresh, result] : result
+        case verdict
         when :missing then [:missing, "file cannot be read"]
         when :stale then [:stale, "content changed since it was cached"]
-        else
-          return [:hit, "Ruby compiles it itself (#{entry.payload.force_encoding(Encoding::UTF_8)})"] if entry.negative?
-          if key.start_with?("cc/y/") && (entry.flags & Entry::TAG_FREE).zero? && custom_tags?
+        when :negative then [:hit, "Ruby compiles it itself (#{payload.dup.force_encoding(Encoding::UTF_8)})"]
+        when :fresh, :fresh_by_record, :revalidated
+          if key.start_with?("cc/y/") && (blob.getbyte(5) & Entry::TAG_FREE).zero? && custom_tags?
             return [:hit, "left to Psych: it uses YAML tags and the app registers custom ones (Rails does)"]
           end
 
-          [:hit, state == :revalidated ? "metadata changed, content the same: one digest, then stat hits" : nil]
+          [:hit, verdict == :revalidated ? "metadata changed, content the same: one digest, then stat hits" : nil]
+        else [:stale, "entry is damaged; it will be rebuilt"]
         end
       end
     end

@@ -5,7 +5,7 @@ require_relative "../native"
 module Loadout
   module CompileCache
     # Content identity for the compile cache: XXH64 of source files and of cached payloads, and
-    # the stat fields the validator compares. Native (ext/loadout/digest.c) or the Ruby twin
+    # the stat fields Freshness compares. Native (ext/loadout/digest.c) or the Ruby twin
     # below, chosen once at load time; both give identical values.
     module Digest # :nodoc:
       SEED = 0

@@ -55,10 +55,12 @@ module Loadout
       @digest = Digest
       @version = FORMAT_VERSION
       @native = BACKEND == :native ? Native : nil
-      FIXNUM_MAX = (1 << 62) - 1 # racy_ns values the native fast path takes
-      private_constant :FIXNUM_MAX
 
       class << self
+        def digest_matches?(blob, at, len) # :nodoc:
+          @digest.matches?(blob, at, len, 64) # PAYLOAD_DIGEST_AT
+        end
+
         # Builds the stored bytes.
         #: (Integer, Array[Integer], Integer, Integer, String, ?path: String, ?realpath: String) -> String
         def dump(flags, identity, verified, digest, payload, path: "", realpath: "")
@@ -84,108 +86,39 @@ module Loadout
           blob.bytesize >= HEAD && blob.start_with?(MAGIC) ? blob.getbyte(5) : 0
         end
 
-        # Parses stored bytes; nil when they are not an intact entry (wrong magic or version,
-        # lengths that do not add up, or a payload whose digest does not match).
-        #: (String) -> Entry?
-        def load(blob)
+        # Parses stored bytes; nil when they are not an intact entry (wrong magic or +version+,
+        # lengths that do not add up, or, with +check_payload+, a payload whose digest does not
+        # match: Freshness checks it only once the file is known to be fresh).
+        #: (String, ?Integer, ?check_payload: bool) -> Entry?
+        def load(blob, version = @version, check_payload: true)
           # Literals stand for HEAD (80), MAGIC, READ and PAYLOAD_DIGEST_AT (64); see above.
           return nil unless blob.bytesize >= 80 && blob.start_with?("LOce")
 
           fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: 4)
-          return nil unless fields[0] == @version
+          return nil unless fields[0] == version
 
           payload_at = 80 + fields[9] + fields[10]
           return nil unless payload_at + fields[8] == blob.bytesize
-          return nil unless @digest.matches?(blob, payload_at, fields[8], 64)
 
-          new(blob, fields, payload_at)
-        end
+          entry = new(blob, fields, payload_at)
+          return nil if check_payload && !entry.payload_intact?
 
-        # A cache hit in one call: the payload of +blob+ (frozen; the payload is a slice of it)
-        # when it is an intact entry, not negative (nor flagged for -w warnings when +verbose+),
-        # compiled at exactly +path+, and one stat of +path+ matches its recorded size, mtime,
-        # ctime, inode and device, verified at least +racy_ns+ after that ctime -- or matches
-        # +record+'s instead: the stat record a revalidation appended (a String, or nil), for the
-        # entry's source digest. nil means "not certain": the caller goes through #load and
-        # Validator, which decide every other case. A frozen +blob+ gives a slice of it; an
-        # unfrozen one (the caller's own) is turned into the payload itself, so the caller can
-        # free those bytes as soon as it is done with them; on nil it is left untouched.
-        # Native: Native.cc_fresh_payload (no Ruby objects but the slice); the twin is below.
-        #: (String, String, Integer, bool, ?String?) -> String?
-        def fresh_payload(blob, path, racy_ns, verbose, record = nil)
-          return @native.cc_fresh_payload(blob, path, @version, racy_ns, verbose, record) if @native
-
-          return nil unless path.is_a?(String) && racy_ns.is_a?(Integer) && racy_ns.between?(0, FIXNUM_MAX)
-          return nil if path.include?("\0") || !(record.nil? || record.is_a?(String))
-
-          entry = load(blob) or return nil
-          return nil if entry.negative? || (verbose && (entry.flags & VERBOSE_WARNINGS) != 0)
-          return nil unless entry.compiled_at?(path)
-
-          id = @digest.identity(path) or return nil
-          unless vouches?(id, entry, racy_ns)
-            stat = record && record.bytesize == 64 && load_stat(record) # STAT_SIZE
-            return nil unless stat && stat.digest == entry.digest && vouches?(id, stat, racy_ns)
-          end
-          blob.frozen? ? entry.payload : blob.replace(entry.payload)
-        end
-
-        # The revalidation that follows a nil from #fresh_payload for the same path, in one call
-        # (a CI boot runs it for every file): the payload of +blob+ when it passes the same entry
-        # checks, the file has the recorded size, its XXH64 is the entry's source digest and, if
-        # its inode moved (a fresh clone), its realpath is still the recorded one. +record_out+
-        # (a String) then holds the stat record to append, so the next boot is a one-stat hit.
-        # nil means "not certain": Validator decides. Native: Native.cc_revalidated_payload,
-        # which reuses the stat its previous call took for this path.
-        #: (String, String, bool, String) -> String?
-        def revalidated_payload(blob, path, verbose, record_out)
-          return @native.cc_revalidated_payload(blob, path, @version, verbose, record_out) if @native
-          return nil unless path.is_a?(String) && record_out.is_a?(String) && !path.include?("\0")
-
-          entry = load(blob) or return nil
-          return nil if entry.negative? || (verbose && (entry.flags & VERBOSE_WARNINGS) != 0)
-          return nil unless entry.compiled_at?(path)
-
-          id = @digest.identity(path) or return nil
-          return nil unless id[0] == entry.size
-          return nil unless (id[3] == entry.ino && id[4] == entry.dev) || same_realpath?(path, entry)
-
-          verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond) # before the bytes are read
-          digest = @digest.file(path)
-          return nil unless digest && digest == entry.digest
-
-          record_out.replace(dump_stat(id, verified, digest))
-          entry.payload
+          entry
         end
 
         # Literals stand for STAT_MAGIC and STAT_LAYOUT: a CI boot appends one record per file.
-        def dump_stat(identity, verified, digest) #: (Array[Integer], Integer, Integer) -> String
+        def dump_stat(identity, verified, digest, version = @version) #: (Array[Integer], Integer, Integer, ?Integer) -> String
           size, mtime, ctime, ino, dev = identity
-          ["LOcs", @version, size, mtime, ctime, verified, ino, dev, digest].pack("a4Cx3q<q<q<q<Q<Q<Q<")
+          ["LOcs", version, size, mtime, ctime, verified, ino, dev, digest].pack("a4Cx3q<q<q<q<Q<Q<Q<")
         end
 
-        def load_stat(blob) #: (String?) -> Stat?
-          return nil unless blob && blob.bytesize == STAT_SIZE
+        def load_stat(blob, version = @version) #: (String?, ?Integer) -> Stat?
+          return nil unless blob.is_a?(String) && blob.bytesize == STAT_SIZE
 
-          magic, version, *fields = blob.unpack(STAT_LAYOUT)
-          return nil unless magic == STAT_MAGIC && version == FORMAT_VERSION
+          magic, stored_version, *fields = blob.unpack(STAT_LAYOUT)
+          return nil unless magic == STAT_MAGIC && stored_version == version
 
           Stat.new(*fields)
-        end
-
-        private
-
-        def same_realpath?(path, entry)
-          File.realpath(path).b == entry.realpath.b
-        rescue SystemCallError
-          false
-        end
-
-        # Whether +rec+ (an Entry or a Stat) describes the file identity +id+ now, outside the
-        # racy window.
-        def vouches?(id, rec, racy_ns)
-          id[0] == rec.size && id[1] == rec.mtime && id[2] == rec.ctime && rec.verified - rec.ctime >= racy_ns &&
-            id[3] == rec.ino && id[4] == rec.dev
         end
       end
 
@@ -203,6 +136,11 @@ module Loadout
 
       def payload
         @blob.byteslice(@payload_at, @payload_len)
+      end
+
+      # Whether the payload's digest is the recorded one.
+      def payload_intact?
+        Entry.digest_matches?(@blob, @payload_at, @payload_len)
       end
 
       def path

@@ -56,7 +56,7 @@ module Loadout
       # again (and a cache object allocated) on every fetch. They are read once, here.
       @lazy_hook = LazyHook
       @entry = Entry
-      @keys = Key
+      @freshness = Freshness
       @loader = RubyVM::InstructionSequence
       @process = Process
       @monotonic = Process::CLOCK_MONOTONIC
@@ -99,64 +99,38 @@ module Loadout
           return miss(ctx, :miss, path) unless blob
 
           ctx.counters.add(:iseq, :bytes_read, blob.bytesize)
-          trusted = ctx.trusted?(path)
-          # The common warm hit, checked in one call (no Entry, no identity Array), also when the
-          # file's metadata moved since it was compiled and a stat record vouches for it (every
-          # boot after a git checkout or a restored CI cache); anything it is not certain about
-          # takes the full path below, which decides every case.
-          # A file whose metadata moved but whose bytes did not (the first boot after a checkout
-          # or a restored CI cache) is revalidated in one more call, which also gives the stat
-          # record that makes the next boot a one-call hit again.
-          stat_blob = :unread
-          unless trusted
-            racy = ctx.validator.racy_ns
-            verbose = $VERBOSE == true
-            event = :hit
-            unless (binary = @entry.fresh_payload(blob, path, racy, verbose))
-              stat_key = @keys.stat_key(key)
-              stat_blob = ctx.store.get(stat_key) # read once, for the full path too
-              binary = stat_blob && @entry.fresh_payload(blob, path, racy, verbose, stat_blob)
-              unless binary
-                binary = ctx.validator.revalidated_payload(blob, path, verbose, stat_key)
-                event = :revalidated
-              end
-            end
-            if binary
-              iseq = load(ctx, binary)
-              # Nothing in a loaded ISeq points into its binary (Ruby copies every object out
-              # of it), so the bytes are freed now, not at a later GC: the next hit's read then
-              # reuses the same memory instead of faulting in fresh pages, and the 37 MB a
-              # 6,000-file boot reads no longer count toward the GC's malloc limit.
-              binary.clear
-              return miss(ctx, :corrupt, path) unless iseq
+          # One call judges the entry (Freshness). The common answer, fresh at this very path,
+          # is the binary alone, moved to the front of the store's bytes.
+          result = @freshness.serve(ctx, blob, path, key, $VERBOSE == true)
+          if result.is_a?(String)
+            iseq = load(ctx, result)
+            # Nothing in a loaded ISeq points into its binary (Ruby copies every object out of
+            # it), so the bytes are freed now, not at a later GC: the next hit's read then reuses
+            # the same memory instead of faulting in fresh pages, and the tens of MB a large boot
+            # reads never count toward the GC's malloc limit.
+            result.clear
+            return miss(ctx, :corrupt, path) unless iseq
 
-              ctx.counters.event(:iseq, event, path)
-              return iseq
-            end
+            ctx.counters.event(:iseq, :hit, path)
+            return iseq
           end
-          blob.freeze # the full path slices it
 
-          entry = @entry.load(blob) or return miss(ctx, :corrupt, path)
-
-          if trusted
-            state = :fresh
-          elsif (identity = ctx.validator.identity(path)) && ctx.validator.fresh?(identity, entry)
-            state = :fresh
-          else
-            state, identity, record = ctx.validator.check(path, entry, key, identity, stat_blob)
-            return skip(ctx, path, :unreadable) if state == :missing
-            return miss(ctx, :stale, path) if state == :stale
-          end
-          return skip(ctx, path, entry.payload.force_encoding(Encoding::UTF_8).to_sym) if entry.negative?
+          verdict, payload, moved = result
+          case verdict
+          when :corrupt then return miss(ctx, :corrupt, path)
+          when :missing then return skip(ctx, path, :unreadable)
+          when :stale then return miss(ctx, :stale, path)
+          when :negative then return skip(ctx, path, payload.force_encoding(Encoding::UTF_8).to_sym)
           # Compiled without -w (or warning under it): under -w Ruby compiles it, and a capture of
           # that compile (no warning) replaces the entry.
-          return miss(ctx, :miss, path, :compile_warnings) if $VERBOSE && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
+          when :warns then return miss(ctx, :miss, path, :compile_warnings)
+          end
 
-          binary = located_binary(entry, path, identity, record)
+          binary = moved ? relocated(blob, path, payload) : payload
           return miss(ctx, :miss, path, :relocation) unless binary
 
           iseq = load(ctx, binary) or return miss(ctx, :corrupt, path)
-          ctx.counters.event(:iseq, state == :revalidated ? :revalidated : :hit, path)
+          ctx.counters.event(:iseq, verdict == :revalidated ? :revalidated : :hit, path)
           iseq
         rescue StandardError => e
           CompileCache.internal_error(:iseq, path, e)
@@ -245,17 +219,13 @@ module Loadout
           nil
         end
 
-        # The stored binary, pointed at +path+ when it was compiled somewhere else (a moved
-        # checkout, another machine). The realpath is only recomputed when the path or the file's
-        # inode differ from what was recorded, so an unmoved file costs no extra syscall.
-        def located_binary(entry, path, identity, record)
-          same_inode = identity.nil? || (identity[3] == entry.ino && identity[4] == entry.dev) ||
-                       (record && identity[3] == record.ino && identity[4] == record.dev)
-          same_path = entry.compiled_at?(path)
-          return entry.payload if same_path && same_inode
-
+        # The stored binary pointed at +path+, for an entry compiled for another place (a moved
+        # checkout, another machine, a file reached through another link): nil when it cannot be
+        # (a source that spells out its own path). Only here is the realpath computed.
+        def relocated(blob, path, payload)
+          entry = @entry.load(blob.frozen? ? blob : blob.dup.freeze, check_payload: false) or return nil
           realpath = File.realpath(path)
-          return entry.payload if same_path && entry.realpath == realpath
+          return payload if entry.compiled_at?(path) && entry.realpath == realpath
           return nil if (entry.flags & Entry::PINNED_PATH) != 0
           # A path that is its own realpath is stored as one string; splitting it in two would
           # need a new array object, so a checkout reached through a symlink is recompiled.
@@ -263,7 +233,9 @@ module Loadout
 
           replacements = { entry.path => path }
           replacements[entry.realpath] = realpath unless entry.realpath == entry.path
-          ISeqBinary.rewrite(entry.payload, replacements)
+          ISeqBinary.rewrite(payload, replacements)
+        rescue SystemCallError
+          nil
         end
 
         def loads_as?(binary, iseq)

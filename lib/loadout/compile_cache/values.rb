@@ -2,6 +2,7 @@
 
 require_relative "digest"
 require_relative "entry"
+require_relative "freshness"
 require_relative "serializer"
 require_relative "value_calls"
 
@@ -96,35 +97,19 @@ module Loadout
         def serve(ctx, call, abspath, key, blob)
           return [:miss, nil] if call.tags == :require && ((blob.getbyte(5) || 0) & Entry::TAG_FREE).zero?
 
-          trusted = ctx.trusted?(abspath)
-          # The common warm hit in one native call (see Entry.fresh_payload), with the stat record
-          # a revalidation appended when there is one; entries stored before values recorded
-          # their path, and every other case, take the full path below.
-          if !trusted
-            blob.freeze
-            racy = ctx.validator.racy_ns
-            flags = blob.getbyte(5) # after magic, version
-            payload = Entry.fresh_payload(blob, abspath, racy, false)
-            return value_of(ctx, call, abspath, :hit, flags, payload) if payload
+          flags = blob.getbyte(5) # after magic, version
+          # One call judges the entry (Freshness): the common answer is the payload alone.
+          result = Freshness.serve(ctx, blob.freeze, abspath, key, false)
+          return value_of(ctx, call, abspath, :hit, flags, result) if result.is_a?(String)
 
-            stat_key = Key.stat_key(key) # only past the common hit: one String less per hit
-            record = ctx.store.get(stat_key)
-            payload = record && Entry.fresh_payload(blob, abspath, racy, false, record)
-            return value_of(ctx, call, abspath, :hit, flags, payload) if payload
-
-            payload = ctx.validator.revalidated_payload(blob, abspath, false, stat_key)
-            return value_of(ctx, call, abspath, :revalidated, flags, payload) if payload
+          verdict, payload, = result
+          case verdict
+          when :fresh, :fresh_by_record then value_of(ctx, call, abspath, :hit, flags, payload)
+          when :revalidated then value_of(ctx, call, abspath, :revalidated, flags, payload)
+          when :missing then [:miss, nil]
+          when :corrupt then [:corrupt, nil]
+          else [:stale, nil] # stale, or negative: the parser's call
           end
-
-          entry = Entry.load(blob) or return [:corrupt, nil]
-          unless trusted
-            state, = ctx.validator.check(abspath, entry, key)
-            return [:miss, nil] if state == :missing
-            return [:stale, nil] if state == :stale
-          end
-          return [:stale, nil] if entry.negative?
-
-          value_of(ctx, call, abspath, state == :revalidated ? :revalidated : :hit, entry.flags, entry.payload)
         rescue Serializer::CodecUnavailable
           [%i[miss codec_unavailable], nil]
         rescue StandardError
@@ -150,7 +135,7 @@ module Loadout
         # parse leaves an entry whose digest does not match the file: stale next time, never wrong.
         def parse_and_store(ctx, call, abspath, key, state)
           identity = Digest.identity(abspath)
-          verified = ctx.validator.now_ns
+          verified = Freshness.now_ns
           plain = false
           tag_free = false
           digest = identity && timed(ctx, call.kind, :digest_ns) do

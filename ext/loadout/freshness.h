@@ -1,0 +1,60 @@
+#ifndef LOADOUT_FRESHNESS_H
+#define LOADOUT_FRESHNESS_H 1
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "digest.h"
+
+/*
+ * The compile cache's freshness rule, the one place it is written (Ruby twin:
+ * lib/loadout/compile_cache/freshness.rb; entry layout: lib/loadout/compile_cache/entry.rb).
+ *
+ * lo_fresh_judge decides, for a stored entry and the file at +path+ now:
+ *  1. The entry must be intact: magic, +version+, lengths that add up (else CORRUPT).
+ *  2. Trusted (racy_ns < 0): fresh without a stat.
+ *  3. One stat (else MISSING). Fresh when size, mtime (ns), ctime, inode and device equal the
+ *     entry's and it was verified at least racy_ns after that ctime (git's racy-clean rule).
+ *  4. Else the stat record a revalidation appended (fetched through +get_record+ only now),
+ *     for the same source digest, checked the same way.
+ *  5. Else, with +revalidate+: a different size is STALE; otherwise the file's XXH64 decides:
+ *     equal means only the metadata moved (a checkout, a restored CI cache): REVALIDATED, and
+ *     +record+ holds the 64-byte stat record to append; different means STALE. Without
+ *     +revalidate+: STALE.
+ *  6. A fresh entry whose payload digest does not match is CORRUPT; a negative one is
+ *     NEGATIVE (the payload is the reason); one flagged for -w warnings, with +verbose+, WARNS.
+ * +moved+ says the payload names another place than +path+: it was compiled at another path,
+ * or the file is another inode than the one that vouched (the caller checks the realpath
+ * before it serves a payload that embeds paths).
+ */
+typedef enum {
+    LO_FRESH_CORRUPT = 0,
+    LO_FRESH_MISSING,
+    LO_FRESH_STALE,
+    LO_FRESH_NEGATIVE,
+    LO_FRESH_WARNS,
+    LO_FRESH_BY_STAT,   /* also: trusted */
+    LO_FRESH_BY_RECORD,
+    LO_FRESH_REVALIDATED,
+} lo_fresh_verdict;
+
+#define LO_FRESH_RECORD_SIZE 64
+/* The racy window: two seconds covers filesystems with one- and two-second timestamps. */
+#define LO_FRESH_RACY_NS INT64_C(2000000000)
+
+typedef struct {
+    lo_fresh_verdict verdict;
+    int moved;
+    int has_record; /* record holds a stat record to append (content revalidated) */
+    size_t payload_off, payload_len;
+    unsigned char record[LO_FRESH_RECORD_SIZE];
+} lo_fresh_result;
+
+/* Fetches the stat record: sets *rec and *len (NULL when there is none). Called at most once. */
+typedef void (*lo_fresh_record_fn)(void *ctx, const unsigned char **rec, size_t *len);
+
+void lo_fresh_judge(const unsigned char *entry, size_t n, unsigned version, const char *path, size_t plen,
+                    int64_t racy_ns, int verbose, int revalidate, lo_fresh_record_fn get_record, void *ctx,
+                    lo_fresh_result *out);
+
+#endif
