@@ -20,9 +20,14 @@ module Loadout
     @installed = []
     @setup_seconds = nil
     @at_exit = false
+    @off = {}
 
     class << self
       attr_reader :config, :store, :installed, :setup_seconds
+
+      # Components this Ruby asked for that stay off on this engine, with why ({ load_path: "..." }).
+      # Said once: an :off event (LOADOUT_LOG) and a line in the stats, never a warning per boot.
+      attr_reader :off
 
       # Applies +config+ once per process. A second call with the same settings is a no-op; with
       # different settings it warns and keeps the first (re-installing require hooks mid-boot
@@ -57,6 +62,7 @@ module Loadout
       def teardown #: () -> void
         @installed.reverse_each { |mod| guard("uninstall #{mod}") { mod.uninstall! } }
         @installed = []
+        @off = {}
         guard("close the store") { @store&.close }
         @store = nil
         @config = nil
@@ -144,7 +150,12 @@ module Loadout
       # boot: 1% fewer instructions on a warm 470-file boot (callgrind, fresh caches).
       def install_components(config)
         install_compile_cache(config) if config.compile_cache?
-        return unless config.load_path_cache && (mod = component(:LoadPath))
+        return unless config.load_path_cache
+        # The index resolves features the way CRuby's require does; other engines load some
+        # features their own way (JRuby's `require "x.jar"`, its Java extensions), so off CRuby the
+        # index would hand them the wrong answer. It stays off there and the engine requires as usual.
+        return turn_off(:load_path, "the index follows CRuby's require; #{RUBY_ENGINE} requires as usual") unless cruby?
+        return unless (mod = component(:LoadPath))
 
         install(mod) do
           mod.install!(store: @store, development_mode: config.development_mode,
@@ -158,6 +169,7 @@ module Loadout
         kinds = config.compile_cache.to_h do |kind|
           [kind, !mod.respond_to?(:supported?) || mod.supported?(kind) ? true : false]
         end
+        turn_off(:iseq, "no RubyVM::InstructionSequence binary format on #{RUBY_ENGINE} #{RUBY_VERSION}") if kinds[:iseq] == false
         install(mod) do
           mod.install!(store: @store, iseq: kinds[:iseq] || false, yaml: kinds[:yaml] || false,
                        json: kinds[:json] || false, readonly: config.readonly || !@store.writable?,
@@ -165,6 +177,15 @@ module Loadout
         end
       end
 
+      def cruby?
+        RUBY_ENGINE == "ruby"
+      end
+
+      def turn_off(component, reason)
+        @off[component] = reason
+        Instrumentation.emit(:off, RUBY_ENGINE, cache: component, reason: reason)
+        nil
+      end
 
       def install(mod)
         guard("install #{mod}") do

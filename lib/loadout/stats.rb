@@ -138,6 +138,7 @@ module Loadout
           "backend" => Loadout::BACKEND.to_s,
           "setup_ms" => Boot.setup_seconds && (Boot.setup_seconds * 1000).round(2),
           "components" => component_stats.transform_keys(&:to_s),
+          "off" => Boot.off.transform_keys(&:to_s),
           "events" => @events.map { |(cache, event), n| ["#{cache}.#{event}", n] }.to_h,
           "requires" => @enabled ? @requires.transform_keys(&:to_s) : nil
         }
@@ -180,6 +181,7 @@ module Loadout
         lines = ["loadout stats (pid #{Process.pid}, backend #{Loadout::BACKEND})"]
         setup = Boot.setup_seconds
         lines << format("  setup:              %.2f ms", setup * 1000) if setup
+        Boot.off.each { |name, why| lines << format("  %-19s off (%s)", "#{name}:", why) }
         r = @requires
         lines << "  requires:           #{r[:calls]} calls, #{r[:loaded]} loaded, #{r[:failed]} raised" if @enabled || r[:calls].positive?
         bytes = @bytes
