@@ -68,6 +68,24 @@ module Loadout
         @config = nil
       end
 
+      # Why +part+ (:load_path or :iseq) cannot run on this Ruby, or nil when it can. Boot, and the
+      # CLI's precompile and check, leave such a part off.
+      #: (Symbol) -> String?
+      def unsupported(part)
+        case part
+        when :load_path
+          # The index resolves features the way CRuby's require does; other engines load some
+          # features their own way (JRuby: `require "x.jar"`, Java extensions), where the index
+          # would hand them a wrong answer. Off CRuby, the engine requires as usual.
+          "the index follows CRuby's require; #{RUBY_ENGINE} requires as usual" unless RUBY_ENGINE == "ruby"
+        when :iseq
+          cache = component(:CompileCache)
+          if cache.respond_to?(:supported?) && !cache.supported?(:iseq)
+            "no RubyVM::InstructionSequence binary format on #{RUBY_ENGINE} #{RUBY_VERSION}"
+          end
+        end
+      end
+
       # Loads a component by constant name if its file is present; nil otherwise.
       #: (Symbol) -> Module?
       def component(name)
@@ -151,10 +169,9 @@ module Loadout
       def install_components(config)
         install_compile_cache(config) if config.compile_cache?
         return unless config.load_path_cache
-        # The index resolves features the way CRuby's require does; other engines load some
-        # features their own way (JRuby's `require "x.jar"`, its Java extensions), so off CRuby the
-        # index would hand them the wrong answer. It stays off there and the engine requires as usual.
-        return turn_off(:load_path, "the index follows CRuby's require; #{RUBY_ENGINE} requires as usual") unless cruby?
+        if (why = unsupported(:load_path))
+          return turn_off(:load_path, why)
+        end
         return unless (mod = component(:LoadPath))
 
         install(mod) do
@@ -169,16 +186,15 @@ module Loadout
         kinds = config.compile_cache.to_h do |kind|
           [kind, !mod.respond_to?(:supported?) || mod.supported?(kind) ? true : false]
         end
-        turn_off(:iseq, "no RubyVM::InstructionSequence binary format on #{RUBY_ENGINE} #{RUBY_VERSION}") if kinds[:iseq] == false
+        if kinds.key?(:iseq) && (why = unsupported(:iseq))
+          turn_off(:iseq, why)
+          kinds[:iseq] = false
+        end
         install(mod) do
           mod.install!(store: @store, iseq: kinds[:iseq] || false, yaml: kinds[:yaml] || false,
                        json: kinds[:json] || false, readonly: config.readonly || !@store.writable?,
                        trust: config.compile_cache_trust, roots: config.roots)
         end
-      end
-
-      def cruby?
-        RUBY_ENGINE == "ruby"
       end
 
       def turn_off(component, reason)

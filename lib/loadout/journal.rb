@@ -8,6 +8,7 @@ require "loadout/journal/buffer"
 require "loadout/journal/recovery"
 require "loadout/journal/writing"
 require "loadout/journal/rotation"
+require "loadout/journal/term_flush"
 
 module Loadout
   # A durable append/ack/replay log (events that must survive SIGTERM, crashes and restarts).
@@ -63,6 +64,7 @@ module Loadout
         @open_lock.synchronize do
           at_exit { Journal.__close_all } if @open.empty? && !@hooked
           @hooked = true
+          TermFlush.install if journal.sync == :none
           @open[journal.object_id] = journal
         end
       end

@@ -62,7 +62,8 @@ module Loadout
           # (in backtraces, warnings, Thread#inspect) are the same in both runs.
           script_file = File.join(tmp, "script.rb")
           File.binwrite(script_file, script)
-          body = +PRELUDE
+          # A copy: +PRELUDE would be PRELUDE itself where the heredoc is not frozen (JRuby).
+          body = PRELUDE.dup
           body << "#{setup}\n" if setup
           body << "$__diff_base = $LOADED_FEATURES.map { |f| f.dup.force_encoding(Encoding::BINARY) }\n"
           body << "load #{script_file.dump}\n"

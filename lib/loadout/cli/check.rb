@@ -101,6 +101,10 @@ module Loadout
           out.puts "load_path:  off (LOADOUT_DISABLE_LOAD_PATH_CACHE)"
           return true
         end
+        if (why = Boot.unsupported(:load_path))
+          out.puts "load_path:  off (#{why})"
+          return true
+        end
         lp = Boot.component(:LoadPath)
         unless lp.respond_to?(:check)
           out.puts "load_path:  cannot tell (this build's load-path index has no check)"
@@ -138,6 +142,8 @@ module Loadout
           list = files.select { |k, _| k == kind }.map(&:last)
           if !enabled.include?(kind)
             out.puts format("%-11s off", "#{kind}:")
+          elsif (why = Boot.unsupported(kind))
+            out.puts format("%-11s off (%s)", "#{kind}:", why)
           elsif !cache.respond_to?(:check)
             out.puts format("%-11s cannot tell (this build's compile cache has no check); %s", "#{kind}:", files_word(list.size))
             @unknown = true

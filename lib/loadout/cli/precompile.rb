@@ -59,6 +59,9 @@ module Loadout
         raise UsageError.new("precompile: not a directory: #{missing.join(", ")}", ctx.help) unless missing.empty?
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        # Kinds this Ruby cannot cache (the ISeq cache off CRuby) are left out, as a boot leaves them.
+        @off = opts[:kinds].filter_map { |kind| (why = Boot.unsupported(kind)) && [kind, why] }.to_h
+        opts[:kinds] -= @off.keys
         load_bundle if opts[:gemfile]
         roots = dirs.empty? ? [ctx.config.root] : dirs.map { |d| File.expand_path(d) }
         roots += gem_roots if opts[:gemfile]
@@ -197,8 +200,12 @@ module Loadout
       # for this process's, plus the listings of dirs the app adds after boot. Returns a short
       # description for the summary line.
       def build_index(ctx)
-        lp = Boot.component(:LoadPath) or return "load-path index not available in this build"
         return "load-path index off" unless ctx.config.load_path_cache
+        if (why = Boot.unsupported(:load_path))
+          return "load-path index off (#{why})"
+        end
+
+        lp = Boot.component(:LoadPath) or return "load-path index not available in this build"
         return "load-path index not built (this build's load-path index has no precompile)" unless lp.respond_to?(:precompile)
 
         opts = { ignore_directories: ctx.config.ignore_directories, trust: ctx.config.trust }
@@ -225,6 +232,7 @@ module Loadout
         line = format("loadout precompile: %d files (%s) in %.1f s with %d worker%s; %d failed; %s",
                       files.size, counts.join(", "), seconds, @jobs || 1, @jobs == 1 ? "" : "s", failures.size, index)
         line += "; compile cache skipped (#{@skipped})" if @skipped
+        @off.to_h.each { |kind, why| line += "; #{kind} off (#{why})" }
         out.puts line
         failures.first(20).each { |f| err.puts "  failed: #{f}" }
         err.puts "  ... #{failures.size - 20} more" if failures.size > 20
@@ -245,7 +253,8 @@ module Loadout
 
         case kind_of(path)
         when :iseq
-          RubyVM::InstructionSequence.load_iseq(path) if RubyVM::InstructionSequence.respond_to?(:load_iseq)
+          # RubyVM is CRuby's (run has left :iseq out elsewhere); a worker asked anyway does nothing.
+          RubyVM::InstructionSequence.load_iseq(path) if defined?(RubyVM::InstructionSequence.load_iseq)
         when :yaml
           require "yaml"
           # The YAML cache keys by method: fill both an app may call. load_file (safe in Psych 4)
