@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__APPLE__)
+/* A macOS shared library cannot link against environ; the C runtime hands it out instead. */
+#include <crt_externs.h>
+#define environ (*_NSGetEnviron())
+#else
 extern char **environ;
+#endif
 
 /* Whether the variable "NAME=..." at var is the one extra ("NAME=...") sets. */
 static int
