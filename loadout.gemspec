@@ -13,7 +13,7 @@ Gem::Specification.new do |spec|
     store, and Rake file tasks stat each path once per run.
   DESC
   spec.license = "MIT"
-  spec.required_ruby_version = ">= 2.7"
+  spec.required_ruby_version = ">= 3.1" # String#unpack(offset:); CI runs 3.1 and 3.3 (README "Supported Rubies")
 
   spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,h,rb}", "exe/*", "README.md", "CHANGELOG.md", "LICENSE.txt", "docs/*.md"]
   spec.bindir = "exe"

@@ -8,6 +8,7 @@
  * whole result. Words are read little-endian whatever the host order.
  */
 #include "digest.h"
+#include "stat_time.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -211,13 +212,8 @@ lo_file_identity(const char *path, lo_file_id *out)
     struct stat st;
     if (stat(path, &st) != 0) return errno;
     out->size = (int64_t)st.st_size;
-#if defined(__APPLE__)
-    out->mtime_ns = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
-    out->ctime_ns = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
-#else
-    out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    out->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-#endif
+    out->mtime_ns = LO_STAT_NS(st, m);
+    out->ctime_ns = LO_STAT_NS(st, c);
     out->ino = (uint64_t)st.st_ino;
     out->dev = (uint64_t)st.st_dev;
     return 0;

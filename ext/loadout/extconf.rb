@@ -15,8 +15,11 @@ write_noop_makefile("#{RUBY_ENGINE} is not CRuby") unless RUBY_ENGINE == "ruby"
 %w[openat fdopendir fstatat dirfd].each do |fn|
   write_noop_makefile("#{fn}() is missing") unless have_func(fn, %w[fcntl.h dirent.h sys/stat.h])
 end
-have_func("fdatasync", "unistd.h")
+have_func("fdatasync", "unistd.h") # fsync otherwise
 have_func("posix_fadvise", "fcntl.h")
+# Nanosecond file times (stat_time.h): st_mtim on Linux and the BSDs, st_mtimespec on macOS.
+have_struct_member("struct stat", "st_mtim", "sys/stat.h") ||
+  have_struct_member("struct stat", "st_mtimespec", "sys/stat.h")
 
 $CFLAGS << " -std=c99 -O2 -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter"
 $CFLAGS << " -Werror" if ENV["LOADOUT_PEDANTIC"] == "1"

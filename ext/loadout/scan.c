@@ -4,6 +4,7 @@
  * for symlinks and DT_UNKNOWN entries. Plain C: the binding lives in scan_native.c.
  */
 #include "scan.h"
+#include "stat_time.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -263,7 +264,7 @@ visit(lo_scan_state *s, lo_scan_node *node)
     }
 #endif
     s->visitor.on_dir(s->visitor.ctx, node->rel, node->rel_len,
-                      (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+                      LO_STAT_NS(st, m));
 
     size_t first_child = s->stack_len;
     int read_error = 0;

@@ -20,9 +20,14 @@ module Loadout
     @installed = []
     @setup_seconds = nil
     @at_exit = false
+    @off = {}
 
     class << self
       attr_reader :config, :store, :installed, :setup_seconds
+
+      # Components this Ruby asked for that stay off on this engine, with why ({ load_path: "..." }).
+      # Said once: an :off event (LOADOUT_LOG) and a line in the stats, never a warning per boot.
+      attr_reader :off
 
       # Applies +config+ once per process. A second call with the same settings is a no-op; with
       # different settings it warns and keeps the first (re-installing require hooks mid-boot
@@ -65,9 +70,29 @@ module Loadout
         guard("write the compile cache's queue") { cache.finish! } if cache.respond_to?(:finish!)
         @installed.reverse_each { |mod| guard("uninstall #{mod}") { mod.uninstall! } }
         @installed = []
+        @off = {}
+        Stats.off.clear
         guard("close the store") { @store&.close }
         @store = nil
         @config = nil
+      end
+
+      # Why +part+ (:load_path or :iseq) cannot run on this Ruby, or nil when it can. Boot, and the
+      # CLI's precompile and check, leave such a part off.
+      #: (Symbol) -> String?
+      def unsupported(part)
+        case part
+        when :load_path
+          # The index resolves features the way CRuby's require does; other engines load some
+          # features their own way (JRuby: `require "x.jar"`, Java extensions), where the index
+          # would hand them a wrong answer. Off CRuby, the engine requires as usual.
+          "the index follows CRuby's require; #{RUBY_ENGINE} requires as usual" unless RUBY_ENGINE == "ruby"
+        when :iseq
+          cache = component(:CompileCache)
+          if cache.respond_to?(:supported?) && !cache.supported?(:iseq)
+            "no RubyVM::InstructionSequence binary format on #{RUBY_ENGINE} #{RUBY_VERSION}"
+          end
+        end
       end
 
       # Loads a component by constant name if its file is present; nil otherwise.
@@ -176,7 +201,11 @@ module Loadout
       # boot: 1% fewer instructions on a warm 470-file boot (callgrind, fresh caches).
       def install_components(config)
         install_compile_cache(config) if config.compile_cache?
-        return unless config.load_path_cache && (mod = component(:LoadPath))
+        return unless config.load_path_cache
+        if (why = unsupported(:load_path))
+          return turn_off(:load_path, why)
+        end
+        return unless (mod = component(:LoadPath))
 
         install(mod) do
           mod.install!(store: @store, development_mode: config.development_mode,
@@ -190,6 +219,10 @@ module Loadout
         kinds = config.compile_cache.to_h do |kind|
           [kind, !mod.respond_to?(:supported?) || mod.supported?(kind) ? true : false]
         end
+        if kinds.key?(:iseq) && (why = unsupported(:iseq))
+          turn_off(:iseq, why)
+          kinds[:iseq] = false
+        end
         install(mod) do
           mod.install!(store: @store, iseq: kinds[:iseq] || false, yaml: kinds[:yaml] || false,
                        json: kinds[:json] || false, readonly: config.readonly || !@store.writable?,
@@ -197,6 +230,12 @@ module Loadout
         end
       end
 
+      def turn_off(component, reason)
+        @off[component] = reason
+        Stats.off[component] = reason
+        Instrumentation.emit(:off, RUBY_ENGINE, cache: component, reason: reason)
+        nil
+      end
 
       def install(mod)
         guard("install #{mod}") do

@@ -12,6 +12,7 @@ require_relative "journal/buffer"
 require_relative "journal/recovery"
 require_relative "journal/writing"
 require_relative "journal/rotation"
+require_relative "journal/term_flush"
 
 module Loadout
   # A durable append/ack/replay log (events that must survive SIGTERM, crashes and restarts).
@@ -67,6 +68,7 @@ module Loadout
         @open_lock.synchronize do
           at_exit { Journal.__close_all } if @open.empty? && !@hooked
           @hooked = true
+          TermFlush.install if journal.sync == :none
           @open[journal.object_id] = journal
         end
       end

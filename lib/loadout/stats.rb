@@ -116,6 +116,9 @@ module Loadout
       # The setup time the report shows (Boot sets it once setup is done).
       attr_writer :setup_seconds
 
+      # Components this Ruby asked for that stay off on this engine, with why (Boot fills it).
+      attr_reader :off
+
       # Starts counting events and timing requires; prints the report to +io+ at exit. +root+:
       # the app root, left out of the paths the report names.
       #: (?IO, ?root: String?) -> void
@@ -191,6 +194,7 @@ module Loadout
         lines = ["loadout stats (#{label}, backend #{Loadout::BACKEND})"]
         setup = @setup_seconds
         lines << format("  setup:              %.2f ms", setup * 1000) if setup && !forked?
+        @off.each { |name, why| lines << format("  %-19s off (%s)", "#{name}:", why) }
         r = @requires
         lines << "  requires:           #{r[:calls]} calls, #{r[:loaded]} loaded, #{r[:failed]} raised" if @enabled || r[:calls].positive?
         bytes = @bytes
@@ -276,6 +280,7 @@ module Loadout
     @enabled = false
     @root = nil
     @setup_seconds = nil
+    @off = {}
     reset!
   end
 end

@@ -2,8 +2,18 @@
 
 require "test_helper"
 require "json"
-require "ostruct"
 require "support/compile_cache_values"
+
+# A caller-chosen object_class (OpenStruct's role, without ostruct: no longer a default gem in Ruby 3.5).
+class JsonTestRecord
+  def initialize
+    @fields = {}
+  end
+
+  def []=(key, value)
+    @fields[key] = value
+  end
+end
 
 class CompileCacheJsonTest < Minitest::Test
   include Loadout::TestSupport::CompileCacheValues
@@ -77,7 +87,7 @@ class CompileCacheJsonTest < Minitest::Test
     with_value_cache([["a.json", '{"a": [1]}']], [:json]) do |dir, store|
       path = File.join(dir, "a.json")
       2.times do
-        assert_kind_of OpenStruct, JSON.load_file(path, object_class: OpenStruct)
+        assert_kind_of JsonTestRecord, JSON.load_file(path, object_class: JsonTestRecord)
         assert_equal({ "a" => [1] }, JSON.load_file(path, create_additions: true))
       end
       assert_equal 4, Loadout::CompileCache.stats[:json][:skipped]

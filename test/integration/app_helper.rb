@@ -3,6 +3,7 @@
 require "fileutils"
 require "open3"
 require "rbconfig"
+require "tmpdir"
 
 module Loadout
   module TestSupport
@@ -40,8 +41,9 @@ module Loadout
 
       # Runs ruby ARGS in +chdir+; as an unprivileged user when asked (root ignores chmod 000).
       def spawn_ruby(*args, env: {}, chdir: Dir.pwd, unprivileged: false, read_only: nil)
-        cmd = [RbConfig.ruby, "-I", LIB, *args]
-        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd] if unprivileged && root?
+        as_nobody = unprivileged && root?
+        cmd = [RbConfig.ruby, "-I", as_nobody ? App.readable_lib : LIB, *args]
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd] if as_nobody
         if read_only
           # A private mount namespace where +read_only+ is a read-only bind mount (EROFS).
           cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
@@ -50,6 +52,18 @@ module Loadout
         out, err, status = Open3.capture3(clean_env(env), *cmd, chdir: chdir, pgroup: true)
         wait_for_group(status.pid)
         Loadout::TestSupport::Subprocess::Result.new(out, err, status)
+      end
+
+      # A copy of lib/ that any user can read, made once per test process: the checkout may sit
+      # under a directory the unprivileged user may not enter (a 0700 /root, as in a fresh CI box).
+      def self.readable_lib
+        @readable_lib ||= begin
+          dir = Dir.mktmpdir("loadout-lib")
+          at_exit { FileUtils.rm_rf(dir) }
+          FileUtils.cp_r(LIB, dir)
+          FileUtils.chmod_R("a+rX", dir)
+          File.join(dir, "lib")
+        end
       end
 
       # A boot may leave a background process finishing its cache writes (the compile cache

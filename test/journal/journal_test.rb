@@ -196,12 +196,16 @@ class JournalTest < Minitest::Test
       assert_empty err
     end
   end
-  test ":none flushes on normal exit and on SIGTERM" do
+
+  test ":none flushes on normal exit and on SIGTERM, and SIGTERM ends the process as it would without it" do
     with_files do |dir|
       script = <<~RUBY
         require "loadout"
-        j = Loadout::Journal.open(ARGV[0], sync: :none)
-        500.times { |i| j.append("e\#{i}") }
+        at_exit { puts "at_exit" }
+        if ARGV[0] != "none"
+          j = Loadout::Journal.open(ARGV[0], sync: :none)
+          500.times { |i| j.append("e\#{i}") }
+        end
         if ARGV[1] == "term"
           $stdout.puts "ready"
           $stdout.flush
@@ -211,11 +215,17 @@ class JournalTest < Minitest::Test
       run_ruby!(script, args: [File.join(dir, "exit"), "exit"])
       Loadout::Journal.open(File.join(dir, "exit")) { |j| assert_equal 500, j.pending.size }
 
-      io = IO.popen([RbConfig.ruby, "-I", Loadout::TestSupport::Subprocess::LIB, "-e", script, File.join(dir, "term"), "term"])
-      assert_equal "ready\n", io.gets
-      Process.kill(:TERM, io.pid)
-      io.read
-      io.close
+      # Without a journal, then with one: the same exit status and at_exit behaviour (CRuby runs
+      # at_exit and dies of TERM; JRuby exits 143 without at_exit), and the journal is written.
+      plain, with = ["none", File.join(dir, "term")].map do |target|
+        io = IO.popen([RbConfig.ruby, "-I", Loadout::TestSupport::Subprocess::LIB, "-e", script, target, "term"])
+        assert_equal "ready\n", io.gets
+        Process.kill(:TERM, io.pid)
+        rest = io.read
+        io.close
+        [rest, $?.termsig, $?.exitstatus]
+      end
+      assert_equal plain, with
       Loadout::Journal.open(File.join(dir, "term")) { |j| assert_equal 500, j.pending.size }
     end
   end

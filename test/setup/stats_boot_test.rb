@@ -21,7 +21,7 @@ class StatsBootTest < Minitest::Test
   RUBY
 
   test "require_relative is timed under its resolved path and keeps Ruby's behaviour" do
-    with_files([["Gemfile", ""], ["main.rb", SCRIPT], ["lib/a.rb", "require 'abbrev'; require_relative 'b'; A = B + 1"],
+    with_files([["Gemfile", ""], ["main.rb", SCRIPT], ["lib/a.rb", "require 'shellwords'; require_relative 'b'; A = B + 1"],
                 ["lib/b.rb", "B = 41"]]) do |dir|
       plain = spawn_ruby("main.rb", env: { "LOADOUT_DISABLE" => "1" }, chdir: dir)
       result = spawn_ruby("main.rb", env: { "LOADOUT_STATS" => "1" }, chdir: dir)
@@ -30,7 +30,7 @@ class StatsBootTest < Minitest::Test
       timed = result.stdout.lines.grep(/\Atimed=/).map { |l| l.chomp.delete_prefix("timed=") }
       assert_includes timed, "#{dir}/lib/a"
       assert_includes timed, "#{dir}/lib/b"
-      assert_includes timed, "abbrev"
+      assert_includes timed, "shellwords"
       assert_includes plain.stdout, "error=cannot load such file -- #{dir}/lib/nope"
       assert_includes result.stderr, "loadout stats"
     end

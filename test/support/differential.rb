@@ -63,6 +63,7 @@ module Loadout
           # (in backtraces, warnings, Thread#inspect) are the same in both runs.
           script_file = File.join(tmp, "script.rb")
           File.binwrite(script_file, script)
+          # A copy: +PRELUDE would be PRELUDE itself where the heredoc is not frozen (JRuby).
           body = PRELUDE.dup
           body << "#{setup}\n" if setup
           body << "$__diff_base = $LOADED_FEATURES.map { |f| f.dup.force_encoding(Encoding::BINARY) }\n"

@@ -95,6 +95,10 @@ module Loadout
           out.puts "load_path:  off (LOADOUT_DISABLE_LOAD_PATH_CACHE)"
           return true
         end
+        if (why = Boot.unsupported(:load_path))
+          out.puts "load_path:  off (#{why})"
+          return true
+        end
         lp = Boot.component(:LoadPath)
         unless lp.respond_to?(:check)
           out.puts "load_path:  cannot tell (this build's load-path index has no check)"

@@ -45,6 +45,9 @@ module Loadout
           if !enabled.include?(kind)
             @out.puts format("%-11s off", "#{kind}:")
             true
+          elsif (why = Boot.unsupported(kind))
+            @out.puts format("%-11s off (%s)", "#{kind}:", why)
+            true
           elsif !cache.respond_to?(:check)
             @out.puts format("%-11s cannot tell (this build's compile cache has no check); %s", "#{kind}:",
                              files_word(list.size))

@@ -76,6 +76,9 @@ module Loadout
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         ctx.writable!("precompile")
+        # Kinds this Ruby cannot cache (the ISeq cache off CRuby) are left out, as a boot leaves them.
+        @off = opts[:kinds].filter_map { |kind| (why = Boot.unsupported(kind)) && [kind, why] }.to_h
+        opts[:kinds] -= @off.keys
         bundle = AppBundle.call(ctx.config.root)
         err.puts "loadout precompile: #{bundle.error}; gem files are keyed with this process's Gem.path" if bundle.error
         @roots = Config.roots_for(ctx.config.root, bundle.gem_path)
@@ -178,8 +181,12 @@ module Loadout
       # for this process's, plus the listings of dirs the app adds after boot. Returns a short
       # description for the summary line.
       def build_index(ctx)
-        lp = Boot.component(:LoadPath) or return "load-path index not available in this build"
         return "load-path index off" unless ctx.config.load_path_cache
+        if (why = Boot.unsupported(:load_path))
+          return "load-path index off (#{why})"
+        end
+
+        lp = Boot.component(:LoadPath) or return "load-path index not available in this build"
         return "load-path index not built (this build's load-path index has no precompile)" unless lp.respond_to?(:precompile)
 
         opts = { ignore_directories: ctx.config.ignore_directories, trust: ctx.config.trust }
@@ -208,6 +215,7 @@ module Loadout
                       "%d failed; %s", files.size, counts.join(", "), seconds, workers, workers == 1 ? "" : "s",
                       bad.size, failures.size, index)
         line += "; compile cache skipped (#{@skipped})" if @skipped
+        @off.to_h.each { |kind, why| line += "; #{kind} off (#{why})" }
         out.puts line
         unless bad.empty?
           out.puts "  skipped: these files do not load (a boot that loads one raises the same error, with or " \
@@ -234,7 +242,8 @@ module Loadout
 
         case FileSelection.kind_of(path)
         when :iseq
-          RubyVM::InstructionSequence.load_iseq(path) if RubyVM::InstructionSequence.respond_to?(:load_iseq)
+          # RubyVM is CRuby's (run has left :iseq out elsewhere); a worker asked anyway does nothing.
+          RubyVM::InstructionSequence.load_iseq(path) if defined?(RubyVM::InstructionSequence.load_iseq)
         when :yaml
           require "yaml"
           # The YAML cache keys by method: fill both an app may call. load_file (safe in Psych 4)
