@@ -21,7 +21,8 @@ class ComponentsTest < Minitest::Test
     "rake" => %w[cli error version],
     "cli" => %w[loadout env boot compile_cache load_path store config eviction last_boot loaded_files scan trust
                 app_root error native version],
-    "boot" => %w[compile_cache load_path store config eviction last_boot loaded_files stats trust error native],
+    "boot" => %w[compile_cache load_path store config eviction last_boot loaded_files stats trust error
+                 instrumentation native],
     "self_cache" => %w[compile_cache trust native error version],
     "stats" => %w[instrumentation native error],
     "eviction" => %w[compile_cache load_path],
