@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "instrumentation"
+require_relative "stats/report"
 
 module Loadout
   # What a boot did, for people: Loadout.log! prints every event; Stats.enable! (LOADOUT_STATS=1)
@@ -13,7 +14,6 @@ module Loadout
   # what it did after the fork (Ruby 3.1+, where Process._fork can be hooked; before that its
   # counts include the parent's). The parent's report says how many workers it forked.
   module Stats
-    TOP = 10
 
     # Hooks Process._fork while stats are on: the child starts its counts afresh.
     module ForkHook # :nodoc:
@@ -191,84 +191,12 @@ module Loadout
       end
 
       def report_lines #: () -> Array[String]
-        lines = ["loadout stats (#{label}, backend #{Loadout::BACKEND})"]
-        setup = @setup_seconds
-        lines << format("  setup:              %.2f ms", setup * 1000) if setup && !forked?
-        @off.each { |name, why| lines << format("  %-19s off (%s)", "#{name}:", why) }
-        r = @requires
-        lines << "  requires:           #{r[:calls]} calls, #{r[:loaded]} loaded, #{r[:failed]} raised" if @enabled || r[:calls].positive?
-        bytes = @bytes
-        since_fork(component_stats).each do |name, stats|
-          flat, nested = stats.partition { |_, v| !v.is_a?(Hash) }
-          lines << format("  %-19s %s", "#{name}:", counters(flat.to_h)) unless flat.empty?
-          nested.each do |kind, sub|
-            bytes += sub[:bytes_read].to_i if sub[:bytes_read].is_a?(Integer)
-            lines << format("  %-19s %s", "#{kind}:", counters(sub))
-          end
-        end
-        by_cache = @events.group_by { |(cache, _), _| cache }
-        by_cache.sort_by { |cache, _| cache.to_s }.each do |cache, pairs|
-          counts = pairs.sort_by { |(_, event), _| event.to_s }.map { |(_, event), n| "#{event}=#{n}" }
-          lines << format("  %-19s %s", "#{cache} events:", counts.join(" "))
-        end
-        lines << "  bytes read:         #{bytes}" if bytes.positive?
-        top = @timings.max_by(TOP) { |t, _| t }
-        unless top.empty?
-          root = @root
-          lines << "  slowest requires (self time, nested requires excluded):"
-          top.each do |t, feature|
-            shown = root && feature.start_with?("#{root}/") ? feature.delete_prefix("#{root}/") : feature
-            lines << format("    %8.2f ms  %s", t * 1000, shown)
-          end
-        end
-        lines
+        Report.new(pid: @pid, parent: @parent, forks: @forks, setup_seconds: @setup_seconds, off: @off,
+                   requires: (@requires if @enabled || @requires[:calls].positive?), components: component_stats,
+                   baseline: @baseline, events: @events, bytes: @bytes, timings: @timings, root: @root).lines
       end
 
       private
-
-      def forked?
-        Process.pid != @pid || !@parent.nil?
-      end
-
-      # "pid 12, boot" / "pid 14, worker forked from pid 12: counts since the fork" /
-      # "pid 14, forked from pid 12: counts include the parent's" (a Ruby without Process._fork).
-      def label
-        return "pid #{Process.pid}, worker forked from pid #{@parent}: counts since the fork" if @parent
-        return "pid #{Process.pid}, forked from pid #{@pid}: counts include the parent's before the fork" if forked?
-
-        workers = @forks.positive? ? "; #{@forks} forked worker#{"s" unless @forks == 1} report separately" : ""
-        "pid #{Process.pid}, boot#{workers}"
-      end
-
-      # Counters minus what they were at the fork (this process's own work only).
-      def since_fork(stats, base = @baseline)
-        return stats if base.nil? || base.empty?
-
-        stats.to_h do |key, value|
-          before = base[key]
-          delta = if value.is_a?(Hash) then since_fork(value, before.is_a?(Hash) ? before : nil)
-                  elsif value.is_a?(Numeric) && before.is_a?(Numeric) && key != :restore_ms then value - before
-                  else value
-                  end
-          [key, delta]
-        end
-      end
-
-      # "hits=825 misses=0 load_ms=148.7 reasons=mtime:3": nanosecond counters become ms, empty
-      # reason tables are left out.
-      def counters(stats)
-        stats.filter_map do |key, value|
-          if key.to_s.end_with?("_ns") && value.is_a?(Integer)
-            format("%s=%.1f", key.to_s.sub(/_ns\z/, "_ms"), value / 1_000_000.0)
-          elsif value.is_a?(Hash)
-            "#{key}=#{value.map { |k, v| "#{k}:#{v}" }.join(",")}" unless value.empty?
-          elsif value.is_a?(Float)
-            format("%s=%.3f", key, value)
-          else
-            "#{key}=#{value}"
-          end
-        end.join(" ")
-      end
 
       def add_listener(listener)
         current = Instrumentation.subscriber
