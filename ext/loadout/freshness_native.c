@@ -7,10 +7,10 @@
  * a Fixnum (-1: trusted, no stat); +lookup+ is nil or a callable whose call(key) returns the
  * stat record's bytes or nil, called only when the entry's own stat does not vouch.
  *
- * The common answer, fresh by its stat at this very path, is the payload alone: a frozen +entry+
- * gives a slice that shares its bytes; an unfrozen one (the caller's own, fresh from the store)
- * becomes the payload itself, moved to its front in place (no second object; the caller may
- * free it once done with it). Every other answer is [verdict, payload, record, moved]: verdict
+ * The common answers, fresh at this very path by its stat or by its stat record, are the payload
+ * alone: a frozen +entry+ gives a slice that shares its bytes; an unfrozen one (the caller's own,
+ * fresh from the store) becomes the payload itself, moved to its front in place (no second
+ * object, no copy; the caller may free it once done with it). Every other answer is [verdict, payload, record, moved]: verdict
  * one of :corrupt, :missing, :stale, :negative, :warns, :fresh, :fresh_by_record, :revalidated;
  * payload (a slice; for :negative the reason) unless corrupt, missing or stale; record, the
  * 64-byte stat record to append, after a content revalidation; moved as in freshness.h.
@@ -53,25 +53,25 @@ native_cc_judge(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_n
     if (memchr(p, 0, (size_t)plen)) return Qnil;
     p = StringValueCStr(path);
 
-    int in_place = !OBJ_FROZEN(entry);
-    VALUE bytes = in_place ? rb_str_new_frozen(entry) : entry; /* what a slice shares */
+    /* Judged where it lies: +entry+ is an argument, so on the machine stack, which pins it (GC
+     * compaction moves no object the stack names) while the lookup runs Ruby. */
     record_ctx ctx = { lookup, key, Qnil };
     lo_fresh_result r;
-    lo_fresh_judge((const unsigned char *)RSTRING_PTR(bytes), (size_t)RSTRING_LEN(bytes), (unsigned)FIX2INT(version),
+    lo_fresh_judge((const unsigned char *)RSTRING_PTR(entry), (size_t)RSTRING_LEN(entry), (unsigned)FIX2INT(version),
                    p, (size_t)plen, (int64_t)FIX2LONG(racy_ns), RTEST(verbose), RTEST(revalidate),
                    NIL_P(lookup) ? NULL : fetch_record, &ctx, &r);
     RB_GC_GUARD(ctx.record);
 
-    if (r.verdict == LO_FRESH_BY_STAT && !r.moved) {
-        if (!in_place) return rb_str_subseq(bytes, (long)r.payload_off, (long)r.payload_len);
-        rb_str_modify(entry); /* unshares it from +bytes+: the move below is only ever ours */
+    if ((r.verdict == LO_FRESH_BY_STAT || r.verdict == LO_FRESH_BY_RECORD) && !r.moved) {
+        if (OBJ_FROZEN(entry)) return rb_str_subseq(entry, (long)r.payload_off, (long)r.payload_len);
+        rb_str_modify(entry); /* a String shared with another would be copied first, never changed under it */
         char *b = RSTRING_PTR(entry);
         memmove(b, b + r.payload_off, r.payload_len);
         rb_str_set_len(entry, (long)r.payload_len);
         return entry;
     }
     int has_payload = r.verdict != LO_FRESH_CORRUPT && r.verdict != LO_FRESH_MISSING && r.verdict != LO_FRESH_STALE;
-    VALUE payload = has_payload ? rb_str_subseq(bytes, (long)r.payload_off, (long)r.payload_len) : Qnil;
+    VALUE payload = has_payload ? rb_str_subseq(entry, (long)r.payload_off, (long)r.payload_len) : Qnil;
     VALUE record = r.has_record ? rb_enc_str_new((const char *)r.record, LO_FRESH_RECORD_SIZE, rb_ascii8bit_encoding())
                                 : Qnil;
     return rb_ary_new_from_args(4, verdicts[r.verdict], payload, record, r.moved ? Qtrue : Qfalse);

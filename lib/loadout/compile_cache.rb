@@ -41,7 +41,8 @@ module Loadout
     Context = Struct.new(:store, :readonly, :trust, :key, :racy_ns, :counters, :miss_compile) do # :nodoc:
       # The stat record of an entry's key, for Freshness (made once: a hit allocates nothing for it).
       def stat_lookup
-        @stat_lookup ||= ->(key) { store.get(Key.stat_key(key)) }
+        keys = Key # (named once: the lookup runs per judgement; see Freshness)
+        @stat_lookup ||= ->(key) { store.get(keys.stat_key(key)) }
       end
 
       # The Writer, made on the first miss (a warm boot never loads it).

@@ -25,8 +25,8 @@ module Loadout
     # 6. A fresh entry whose payload digest does not match is :corrupt; a negative one (Ruby must
     #    do the work: a syntax error) is :negative; one flagged for -w warnings, under -w, :warns.
     #
-    # An answer is the payload alone in the common case (fresh by its stat at this very path),
-    # else [verdict, payload, record, moved]: moved says the payload was compiled for another
+    # An answer is the payload alone in the common cases (fresh at this very path, by its stat or
+    # by its stat record: every boot after a checkout), else [verdict, payload, record, moved]: moved says the payload was compiled for another
     # place (another path, or another inode than the one that vouched), which an ISeq must be
     # relocated for.
     module Freshness # :nodoc:
@@ -37,6 +37,11 @@ module Loadout
       @version = FORMAT_VERSION
       @entry = Entry
       @digest = Digest
+      # A judgement names no constant (see ISeq: on Ruby 3.1 each would cost a cache object per
+      # call once a class is defined); these stand for them.
+      @string = String
+      @integer = Integer
+      @keys = Key
 
       class << self
         # The judgement of +blob+ (an entry's bytes) for +path+; see above. +lookup+: nil, or a
@@ -45,25 +50,24 @@ module Loadout
         # entry format accepted.
         #: (String, String, Integer, bool, bool, untyped, String?, ?Integer) -> (String | Array[untyped])?
         def judge(blob, path, racy_ns, verbose, revalidate, lookup, key, version = @version)
-          return nil unless path.is_a?(String) && !path.include?("\0") && racy_ns.is_a?(Integer)
+          # (The native call checks its arguments itself: nil for any it does not take.)
+          native = @native
+          return native.cc_judge(blob, path, version, racy_ns, verbose, revalidate, lookup, key) if native
+          return nil unless path.is_a?(@string) && !path.include?("\0") && racy_ns.is_a?(@integer) # String, Integer
 
-          if @native
-            @native.cc_judge(blob, path, version, racy_ns, verbose, revalidate, lookup, key)
-          else
-            judge_in_ruby(blob, path, version, racy_ns, verbose, revalidate, lookup, key)
-          end
+          judge_in_ruby(blob, path, version, racy_ns, verbose, revalidate, lookup, key)
         end
 
         # The handlers' use of #judge: the stat record comes from +ctx+'s store and a record a
         # revalidation made is appended there (unless read-only). Returns the payload alone in the
-        # common case, else [verdict, payload, moved].
+        # common cases (fresh here by stat or stat record), else [verdict, payload, moved].
         def serve(ctx, blob, path, key, verbose)
           racy = ctx.trusted?(path) ? -1 : ctx.racy_ns
           result = judge(blob, path, racy, verbose, true, ctx.stat_lookup, key) or return [:corrupt, nil, false]
-          return result if result.is_a?(String)
+          return result if result.is_a?(@string) # String
 
           verdict, payload, record, moved = result
-          ctx.store.put(Key.stat_key(key), record) if record && !ctx.readonly
+          ctx.store.put(@keys.stat_key(key), record) if record && !ctx.readonly
           [verdict, payload, moved]
         end
 
@@ -106,7 +110,7 @@ module Loadout
 
           verdict = :negative if entry.negative?
           verdict = :warns if verdict != :negative && verbose && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
-          return [verdict, entry.payload, record, moved] unless verdict == :fresh && !moved
+          return [verdict, entry.payload, record, moved] unless (verdict == :fresh || verdict == :fresh_by_record) && !moved
 
           blob.frozen? ? entry.payload : blob.replace(entry.payload)
         end

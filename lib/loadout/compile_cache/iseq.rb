@@ -23,11 +23,12 @@ module Loadout
       TOP_LABEL = "<top (required)>"
       PATH_REPLACEMENT_LIMIT = 4096
 
-      # The prepended hook. When the handler is off it passes through.
-      module Hook
-        def load_iseq(path)
-          ISeq.fetch(path) || (defined?(super) ? super : nil)
-        end
+      # The prepended hook. When the handler is off it passes through. Defined with a block that
+      # holds the handler, so a call per loaded file names no constant (see @lazy_hook below).
+      module Hook; end
+      handler = self
+      Hook.send(:define_method, :load_iseq) do |path|
+        handler.fetch(path) || (defined?(super) ? super(path) : nil)
       end
 
       # Collects warnings while ISeq.build compiles (only on the thread that asked).
@@ -57,6 +58,7 @@ module Loadout
       @lazy_hook = LazyHook
       @entry = Entry
       @freshness = Freshness
+      @string = String
       @loader = RubyVM::InstructionSequence
       @process = Process
       @monotonic = Process::CLOCK_MONOTONIC
@@ -102,7 +104,7 @@ module Loadout
           # One call judges the entry (Freshness). The common answer, fresh at this very path,
           # is the binary alone, moved to the front of the store's bytes.
           result = @freshness.serve(ctx, blob, path, key, $VERBOSE == true)
-          if result.is_a?(String)
+          if result.is_a?(@string) # String
             iseq = load(ctx, result)
             # Nothing in a loaded ISeq points into its binary (Ruby copies every object out of
             # it), so the bytes are freed now, not at a later GC: the next hit's read then reuses
