@@ -12,6 +12,8 @@ module Loadout
   class CLI
     autoload :Context, File.expand_path("cli/context", __dir__)
     autoload :Precompile, File.expand_path("cli/precompile", __dir__)
+    autoload :PrecompileFiles, File.expand_path("cli/precompile_files", __dir__)
+    autoload :PrecompileIndex, File.expand_path("cli/precompile_index", __dir__)
     autoload :Check, File.expand_path("cli/check", __dir__)
     autoload :StoreCommands, File.expand_path("cli/store_commands", __dir__)
     autoload :StatsCommand, File.expand_path("cli/stats_command", __dir__)
@@ -97,7 +99,7 @@ module Loadout
 
     # Hidden: one precompile worker process (spawned by precompile; not for people).
     def __worker_command(argv) # :nodoc:
-      Precompile.worker(self, argv)
+      PrecompileFiles.worker(self, argv)
     end
 
     def check_command(argv)

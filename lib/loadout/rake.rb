@@ -7,6 +7,8 @@ require_relative "rake/run"
 require_relative "rake/support"
 require_relative "rake/file_task_patch"
 require_relative "rake/task_patch"
+require_relative "rake/task_patch/prerequisite_invocation"
+require_relative "rake/task_patch/prerequisite_resolution"
 require_relative "rake/task_manager_patch"
 require_relative "rake/backtrace_patch"
 

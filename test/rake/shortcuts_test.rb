@@ -3,7 +3,7 @@
 require "test_helper"
 require "support/rake_project"
 
-# The invocation shortcuts of loadout/rake (lib/loadout/rake/task_patch.rb) stand in for stock
+# The invocation shortcuts of loadout/rake (lib/loadout/rake/task_patch*) stand in for stock
 # code only while what they replace is rake's own. These Rakefiles customise that code after
 # require "loadout/rake" in ways a shortcut would hide; stock and loadout runs must still print
 # the same thing. (The differential tests cover the shortcuts on plain code, with breakers.)
