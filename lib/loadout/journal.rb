@@ -9,9 +9,10 @@ end
 
 require_relative "journal/segments"
 require_relative "journal/buffer"
+require_relative "journal/directory"
 require_relative "journal/recovery"
-require_relative "journal/writing"
-require_relative "journal/rotation"
+require_relative "journal/segment_writer"
+require_relative "journal/sync_mode"
 require_relative "journal/term_flush"
 
 module Loadout
@@ -38,10 +39,7 @@ module Loadout
     SYNC_MODES = %i[none flush fsync batch].freeze
     BUFFER = 64 << 10
     RESERVE = 1 << 16 # ids handed out ahead of the last written high-water mark
-    include Recovery
-    include Writing
-    include Rotation
-    private_constant :BUFFER, :RESERVE, :Segments, :Recovery, :Writing, :Rotation
+    private_constant :BUFFER, :RESERVE, :Segments, :Directory, :Recovery, :SegmentWriter, :SyncMode
 
     @open = {}
     @open_lock = Mutex.new
@@ -89,39 +87,35 @@ module Loadout
 
     attr_reader :dir, :sync
 
+    # The journal is composed of a Directory (trust check, LOCK, segment files), what Recovery
+    # found in it, a SegmentWriter (buffer, ids, the segment appended to) and the SyncMode chosen
+    # from +sync+. It holds the lock that orders them and whether it is still usable.
     def initialize(dir, sync)
       @dir = dir
       @sync = sync
       @mutex = Mutex.new
-      @sync_mutex = Mutex.new
       @pid = Process.pid
-      extend(BufferedAppend) if sync == :none
-      @ok = true # false once failed, closed or forked; then usable! raises
-      @failed = nil
       @closed = false
-      guard_open { open_dir }
+      @directory = Directory.new(dir)
+      @writer = nil
+      guard_open do
+        @directory.lock
+        recovered = Recovery.run(@directory)
+        @corrupt_records = recovered.corrupt_records
+        @writer = SegmentWriter.new(@directory, recovered)
+        @mode = SyncMode.for(sync, @writer)
+        @mode.flush if recovered.good_end.zero? # a new segment's first record, synced in :fsync/:batch
+      end
       Journal.__register(self)
     end
 
     # Appends +payload+; returns its id (ids only grow, and are never reused, even after restarts).
     #: (String) -> Integer
     def append(payload)
-      raise TypeError, "payload must be a String, got #{payload.class}" unless payload.is_a?(String)
+      id = @mode.append_unlocked(payload) # :none frames it under the next id without the lock
+      return id if id && id > 0
 
-      target = nil
-      id = @mutex.synchronize do
-        usable!
-        id = (@buffer.append(payload) || reserve_and_append(payload)).abs
-        drain
-        if @sync == :fsync
-          sync_now
-        elsif @sync == :batch
-          target = @written_total
-        end
-        id
-      end
-      group_commit(target) if target
-      id
+      append_locked(id, payload)
     end
 
     # Marks +id+ done: it no longer appears in #pending.
@@ -131,8 +125,8 @@ module Loadout
 
       @mutex.synchronize do
         usable!
-        @buffer.frame_id(Store::Format::DELETE, id, "")
-        drain unless @sync == :none && !@buffer.full?
+        @writer.ack(id)
+        @mode.acked
       end
       nil
     end
@@ -142,8 +136,8 @@ module Loadout
     def pending
       @mutex.synchronize do
         usable!
-        drain
-        pending_entries
+        @writer.drain
+        @directory.pending
       end
     end
 
@@ -151,13 +145,18 @@ module Loadout
     #: () -> nil
     def rotate
       @mutex.synchronize do
-        @sync_mutex.synchronize do
-          usable!
-          drain
-          rotate_locked
-        end
+        usable!
+        @writer.rotate
       end
       nil
+    end
+
+    # Damaged records found in the middle of a segment when the journal was opened (each one a
+    # lost entry, or a lost ack whose entry comes back in #pending). A torn tail (a writer that
+    # died mid-record) is not counted: it is expected after a crash and is cut off.
+    #: () -> Integer
+    def corrupt_records
+      @corrupt_records || 0
     end
 
     # Writes what is buffered (and syncs it in :fsync/:batch) and releases the directory.
@@ -167,16 +166,11 @@ module Loadout
         return nil if @closed
 
         begin
-          if @failed.nil? && @pid == Process.pid
-            drain
-            sync_now if @sync == :fsync || @sync == :batch
-          end
+          @mode.flush if @writer.failure.nil? && @pid == Process.pid
         ensure
           @closed = true
-          @ok = false
-          @buffer&.disable
-          @io&.close
-          @lock_io&.close
+          @writer.close
+          @directory.unlock
           Journal.__unregister(self)
         end
       end
@@ -194,8 +188,7 @@ module Loadout
     end
 
     def __forked # :nodoc:
-      @ok = false
-      @buffer&.disable
+      @writer.disable
     end
 
     def inspect
@@ -204,55 +197,46 @@ module Loadout
 
     private
 
+    # The locked part of #append: every mode but :none, and :none when the buffer filled (+id+ is
+    # then -id), the id block ran out or the journal cannot take appends (+id+ nil).
+    def append_locked(id, payload)
+      raise TypeError, "payload must be a String, got #{payload.class}" unless payload.is_a?(String)
+
+      target = @mutex.synchronize do
+        usable! unless id && @pid == Process.pid
+        id ||= @writer.append(payload)
+        @mode.appended
+      end
+      @writer.group_commit(target) if target
+      id.abs
+    end
+
     def usable!
-      raise @failed if @failed
+      failure = @writer.failure
+      raise failure if failure
       raise JournalError.new(@dir, "is closed", "open it again") if @closed
       return if @pid == Process.pid
 
       raise JournalError.new(@dir, "was opened by process #{@pid}", "open the journal again in this process")
     end
 
-    # A failed write or sync is final (after an fdatasync error the kernel may have dropped the
-    # dirty pages, so retrying could report success for lost data).
-    def fail!(error, what)
-      @ok = false
-      @buffer&.disable
-      @failed = JournalError.new(@dir, "#{what} failed: #{error.message}",
-                                 "check the disk, then reopen the journal (everything acknowledged before this is kept)")
-      raise @failed
-    end
-
     def guard_open
       yield
     rescue JournalError
-      @lock_io&.close
+      @directory.unlock
       raise
     rescue Trust::Refused => e
-      @lock_io&.close
-      refuse(e.report)
+      @directory.unlock
+      @directory.refuse(e.report)
     rescue SystemCallError, IOError => e
-      @lock_io&.close
+      @directory.unlock
       problem, fix = Store::Problems.describe(e, @dir)
       raise JournalError.new(@dir, problem, fix.sub("the cache", "the journal"))
     end
   end
 
-  class Journal
-    # The :none hot path, mixed into :none journals: one call that frames the record under the
-    # next id (atomically: it holds the GVL, or a Mutex in the Ruby twin) and returns it.
-    module BufferedAppend # :nodoc:
-      def append(payload)
-        id = @buffer.append(payload)
-        return id if id && id > 0
-
-        append_slow(id, payload)
-      end
-    end
-    private_constant :BufferedAppend
-  end
-
   # Ruby 3.1+ lets us see fork: the child's copies of open journals stop accepting appends at
-  # once (older Rubies notice on the next write(2), via the pid check in usable!).
+  # once (older Rubies notice on the next call that takes the lock, via the pid check in usable!).
   module JournalForkHook # :nodoc:
     def _fork
       pid = super

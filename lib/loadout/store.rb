@@ -16,9 +16,10 @@ require_relative "store/index"
 require_relative "store/hint"
 require_relative "store/problems"
 require_relative "store/registry"
+require_relative "store/failure_policy"
 require_relative "store/opener"
-require_relative "store/writer"
 require_relative "store/compaction"
+require_relative "store/writer"
 require_relative "store/enumeration"
 
 module Loadout
@@ -38,13 +39,11 @@ module Loadout
   #   fails it (another owner, writable by others, a symlink, a FIFO...) is neither read nor
   #   written; trust_shared_cache: true accepts group-writable files.
   class Store
-    include Opener
     include Writer
-    include Compaction
     include Enumeration
 
     DELETED = Object.new.freeze # a queued delete in the defer_writes queue
-    private_constant :DELETED, :Opener, :Writer, :Compaction, :Enumeration
+    private_constant :DELETED, :LogState, :FailurePolicy, :Opener, :Compaction, :Writer, :Enumeration
 
     # Opens (creating when writable) the store at +path+; with a block, yields it and closes it.
     #: (String, ?readonly: bool, ?fail_safe: bool, ?defer_writes: bool, ?trust_shared_cache: bool)
@@ -67,24 +66,21 @@ module Loadout
 
     def initialize(path, readonly:, fail_safe:, defer_writes:, shared: false)
       @path = path.respond_to?(:to_path) ? path.to_path : String(path)
-      @readonly = readonly
       @shared = shared
-      @refused = false
       @fail_safe = fail_safe
       @pending = defer_writes ? {} : nil
       @pid = Process.pid
       @mutex = Mutex.new
-      @warned = false
       @closed = false
-      @file = nil
-      @end = 0
-      @hint_end = -1
-      @evictor = nil
-      @baseline = nil
-      @index = Index.new
       @binary_encoding = Encoding::BINARY
       @string_class = String
-      open_file
+      @policy = FailurePolicy.new(@path, fail_safe, shared)
+      @opener = Opener.new(@path, shared, @policy)
+      @compaction = Compaction.new(@path, shared)
+      @newer = @foreign = nil
+      adopt(opened = @opener.open(readonly))
+      @refused = opened.refused || false
+      @writable = !readonly && !@file.nil? && @file.writable? && !@foreign && !@newer
       Registry.add(self)
     end
 
@@ -124,18 +120,6 @@ module Loadout
       end
     end
 
-    #: (String) -> bool
-    def key?(key)
-      key = binary(key)
-      @mutex.synchronize do
-        if @pending&.key?(key)
-          !@pending[key].equal?(DELETED)
-        else
-          @index.key?(key)
-        end
-      end
-    end
-
     # A key or value over the limits (Format::MAX_KEY, MAX_VALUE) raises ArgumentError; with
     # fail_safe the key is deleted instead, so a get never returns the value it replaced.
     #: (String, String) -> nil
@@ -158,7 +142,7 @@ module Loadout
         guarded_write do
           with_write_lock do |file|
             write_records(file, buf, [Format::PUT, key, 0, buf.bytesize])
-            maybe_auto_compact(file)
+            compact_locked(file, @compaction.evictor) if @compaction.due?(file, @index, @end)
           end
         end
       end
@@ -182,7 +166,7 @@ module Loadout
 
             buf = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::DELETE, key, "")
             write_records(file, buf, [Format::DELETE, key, 0, buf.bytesize])
-            maybe_auto_compact(file)
+            compact_locked(file, @compaction.evictor) if @compaction.due?(file, @index, @end)
           end
         end
       end
@@ -208,7 +192,9 @@ module Loadout
 
     # Arms automatic sweeps: +evict+ (as for #compact) is applied by every automatic compaction,
     # which then also runs once the log has grown by half since it was last compacted.
-    attr_writer :evictor
+    def evictor=(evict)
+      @compaction.evictor = evict
+    end
 
     # Writes the defer_writes queue now (no-op otherwise).
     #: () -> nil
@@ -246,10 +232,8 @@ module Loadout
       Instrumentation.emit(:corrupt, @path, cache: :store, reason: :checksum) if Instrumentation.enabled?
       nil
     rescue StandardError => e
-      return nil if survivable?(e)
-      raise store_error(e) if e.is_a?(SystemCallError) || e.is_a?(IOError)
-
-      raise
+      @policy.survive(e) # raises unless fail_safe
+      nil
     end
 
     # Constants are avoided on this path (every get): Ruby 3.1 drops all constant caches each

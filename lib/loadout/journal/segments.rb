@@ -23,7 +23,7 @@ module Loadout
       # Parses one segment: yields (flags, id, payload) per valid record and returns
       # [good_end, size, newer_version, corrupt_records].
       def read(path)
-        buf = Trust.read(path, false) || raise(Errno::ENOENT, path) # (checked: see Recovery)
+        buf = Trust.read(path, false) || raise(Errno::ENOENT, path) # (checked: see Directory)
         entries, good_end, bad_records, _bad_bytes, newer = Store::Format.parse(buf, 0)
         i = 0
         while i < entries.length

@@ -1,20 +1,59 @@
 # frozen_string_literal: true
 
 require_relative "../binary_file"
+require_relative "../trust"
+require_relative "format"
+require_relative "log_file"
+require_relative "index"
 
 module Loadout
   class Store
     # Compaction: under the append lock, copy every live record (re-verified, byte for byte) into a
     # new file, fdatasync it, rename it over the log and fsync the directory. Readers keep reading
     # the old inode through their open descriptor, so they never wait; writers in other processes
-    # see the inode change after taking the lock and reopen before appending (Writer#with_write_lock).
-    module Compaction # :nodoc:
+    # see the inode change after taking the lock and reopen before appending (Store#with_write_lock).
+    #
+    # Also the rule for automatic compaction (#due?) and the evictor it applies (#evictor).
+    class Compaction # :nodoc:
       CHUNK = 8 << 20
+      AUTO_COMPACT_MIN_GARBAGE = 1 << 20 # and garbage above half the file
+      # With an evictor armed, a sweep (compaction that drops what the evictor says is dead) also
+      # runs once the log has grown by half since it was last compacted (or first written), and
+      # by SWEEP_MIN_GROWTH: the log stays within about 1.5x what a sweep leaves plus one batch
+      # of writes, and a sweep copies at most two bytes per byte appended since the last one.
+      SWEEP_MIN_GROWTH = 256 << 10
 
-      private
+      # The evictor automatic compactions apply (nil: none; see Store#evictor=).
+      attr_accessor :evictor
 
-      # +evict+: nil, or a callable (key, read, record bytes) -> true to leave the record out.
-      def compact_locked(old, evict = nil)
+      def initialize(path, shared)
+        @path = path
+        @shared = shared
+        @evictor = nil
+        @baseline = nil # [inode, the log size its file header recorded]
+      end
+
+      # Whether an automatic compaction is due, after an append made the log +log_end+ bytes
+      # long: garbage above 1 MiB and half the file, or (with an evictor) growth since the size
+      # the file header recorded.
+      #: (LogFile, Index, Integer) -> bool
+      def due?(file, index, log_end)
+        garbage = index.garbage_bytes + index.corrupt_bytes
+        return true if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > log_end
+        return false unless @evictor
+
+        base = baseline(file)
+        log_end - base > SWEEP_MIN_GROWTH && log_end * 2 > base * 3
+      end
+
+      # Rewrites +old+ (locked, its map +index+) with its live records, leaving out those +evict+
+      # drops: nil, or a callable (key, read, record bytes) -> true to leave the record out.
+      # Closes +old+ once the new file is in place (releasing its lock: waiting writers find the
+      # new inode). Returns the new file's LogState (no hint yet: the store writes it once it has
+      # adopted the state); on any failure, an interrupt included, the half-written copy goes and
+      # the old log stays.
+      #: (LogFile, Index, untyped) -> LogState
+      def run(old, index, evict = nil)
         remove_stale_temp_files
         tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
@@ -22,28 +61,36 @@ module Loadout
         out = Trust.create_file(tmp, File::RDWR | File::APPEND, @shared)
         renamed = false
         begin
-          map, live, written = copy_live(old, out, evict)
+          map, live, written = copy_live(old, index, out, evict)
           Format.fdatasync(out)
           File.rename(tmp, @path)
           renamed = true
         ensure
-          # Any failure, an interrupt included: the half-written copy goes, the old log stays.
           unless renamed
             BinaryFile.close_quietly(out)
             BinaryFile.unlink_quietly(tmp)
           end
         end
         fsync_dir
-        @file = LogFile.new(@path, out, true)
-        old.close # releases the old lock; waiting writers find the new inode
-        @index = Index.new(map, [live, 0, 0, 0, 0])
-        @end = written
-        @hint_end = @end if Hint.write(@path, @file, @index, @end, @shared)
+        file = LogFile.new(@path, out, true)
+        old.close
+        LogState.new(file, Index.new(map, [live, 0, 0, 0, 0]), written, -1, nil, nil)
+      end
+
+      private
+
+      # The log size its file header recorded (at its first write, or by the compaction that
+      # made it); read once per file.
+      def baseline(file)
+        return @baseline[1] if @baseline && @baseline[0] == file.ino
+
+        @baseline = [file.ino, Format.header_baseline(file.pread(Format::FILE_HEADER_SIZE, 0))]
+        @baseline[1]
       end
 
       # Returns [new map, live bytes, bytes written].
-      def copy_live(old, out, evict)
-        kept = kept_records(old, evict)
+      def copy_live(old, index, out, evict)
+        kept = kept_records(old, index, evict)
         buf = Format.file_header(Format::FILE_HEADER_SIZE + kept.sum { |_, packed| packed >> Format::OFFSET_BITS })
         written = 0
         live = 0
@@ -66,14 +113,14 @@ module Loadout
       end
 
       # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values).
-      def kept_records(old, evict)
-        return @index.map.to_a unless evict
+      def kept_records(old, index, evict)
+        return index.map.to_a unless evict
 
         read = lambda do |key|
-          packed = @index.lookup(key)
+          packed = index.lookup(key)
           packed && old.read_value(key, packed)
         end
-        @index.map.reject { |key, packed| evict.call(key, read, packed >> Format::OFFSET_BITS) }
+        index.map.reject { |key, packed| evict.call(key, read, packed >> Format::OFFSET_BITS) }
       end
 
       def write_all(io, buf)

@@ -2,9 +2,21 @@
 
 module Loadout
   class Store
-    # The whole-store views: every live entry, how many there are, and the byte accounting
-    # behind `loadout stats` (the defer_writes queue included).
+    # The reads besides #get: whether a key is there, every live entry, how many there are, and
+    # the byte accounting behind `loadout stats` (the defer_writes queue included).
     module Enumeration # :nodoc:
+      #: (String) -> bool
+      def key?(key)
+        key = binary(key)
+        @mutex.synchronize do
+          if @pending&.key?(key)
+            !@pending[key].equal?(DELETED)
+          else
+            @index.key?(key)
+          end
+        end
+      end
+
       # Yields every live key and value (values read and checked one at a time).
       #: () { (String, String) -> void } -> void
       def each

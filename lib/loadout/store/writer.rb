@@ -8,14 +8,11 @@ module Loadout
     # still the file at +path+ (compaction may have renamed a new one over it), read what other
     # processes appended since our last look, cut a torn tail, then append with one write(2).
     # Readers never take the lock.
+    #
+    # A mixin, not an object: it replaces the file, the key map and the log end (reopen, reload,
+    # compaction, refusal) that Store#get reads straight from the store's ivars; an object would
+    # cost a call per get to reach them, or a copy back into the store after every put.
     module Writer # :nodoc:
-      AUTO_COMPACT_MIN_GARBAGE = 1 << 20 # and garbage above half the file
-      # With an evictor armed, a sweep (compaction that drops what the evictor says is dead) also
-      # runs once the log has grown by half since it was last compacted (or first written), and
-      # by SWEEP_MIN_GROWTH: the log stays within about 1.5x what a sweep leaves plus one batch
-      # of writes, and a sweep copies at most two bytes per byte appended since the last one.
-      SWEEP_MIN_GROWTH = 256 << 10
-
       # Writes +key+ from what the block returns, deciding with every process's latest writes
       # in view: under the append lock, with the map caught up, the block gets the current value
       # (nil when none) and returns the bytes to append now, or nil to leave it. Parallel
@@ -57,7 +54,7 @@ module Loadout
           write_pending if @writable && @pid == Process.pid
           write_hint if @writable && @file && @end != @hint_end && @pid == Process.pid && !@refused
         rescue StandardError => e
-          raise unless survivable?(e)
+          raise unless @policy.survivable?(e)
 
           degrade(*Problems.describe(e, @path))
         ensure
@@ -65,11 +62,6 @@ module Loadout
           @file&.close
           Registry.remove(self)
         end
-      end
-
-      # fail_safe survives every error but a ConfigError (one warning, then read-only or empty).
-      def survivable?(error)
-        @fail_safe && !error.is_a?(ConfigError)
       end
 
       def oversized(key, value)
@@ -85,12 +77,8 @@ module Loadout
 
       def writing?
         return true if @writable && !@closed
-        return false if @fail_safe
 
-        raise StoreError.new(@path, "is closed", "open it again") if @closed
-        raise StoreError.new(@path, *Problems.foreign) if @foreign
-
-        raise StoreError.new(@path, *Problems.readonly)
+        @policy.not_writable(@closed, @foreign)
       end
 
       # Yields the locked LogFile, with the map caught up to its end.
@@ -108,7 +96,7 @@ module Loadout
         begin
           size = file.size
           reload if size < @end # cut under us (only a torn tail is ever cut, so this is external)
-          catch_up(size, true) if size > @end
+          catch_up(size) if size > @end
           raise StoreError.new(@path, *(@newer ? Problems.newer_version : Problems.foreign)) if @newer || @foreign
 
           yield file
@@ -138,22 +126,19 @@ module Loadout
         @end = at + buf.bytesize
       end
 
-      def maybe_auto_compact(file)
-        garbage = @index.garbage_bytes + @index.corrupt_bytes
-        return compact_locked(file, @evictor) if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > @end
-        return unless @evictor
-
-        base = baseline(file)
-        compact_locked(file, @evictor) if @end - base > SWEEP_MIN_GROWTH && @end * 2 > base * 3
+      # Reads what other processes appended, up to +size+, into the map (under the append lock).
+      # Bytes after the last valid record are a torn tail (no valid record follows them): cut off.
+      def catch_up(size)
+        @end, newer, foreign, read_end = @opener.catch_up(@file, @index, @end, size)
+        @newer ||= newer
+        @foreign = true if foreign
+        @file.truncate(@end) if @end < read_end && !@newer && !@foreign
       end
 
-      # The log size its file header recorded (at its first write, or by the compaction that
-      # made it); read once per file.
-      def baseline(file)
-        return @baseline[1] if @baseline && @baseline[0] == file.ino
-
-        @baseline = [file.ino, Format.header_baseline(file.pread(Format::FILE_HEADER_SIZE, 0))]
-        @baseline[1]
+      # Compacts the locked +file+ (Compaction#run), adopts the new file and writes its hint.
+      def compact_locked(file, evict)
+        adopt(@compaction.run(file, @index, evict))
+        write_hint
       end
 
       # Runs a write; I/O errors raise StoreError, or with fail_safe (any error but a ConfigError)
@@ -163,16 +148,8 @@ module Loadout
       rescue Trust::Refused => e # a hint or store file swapped for one that fails the rule
         refuse(e.report)
         nil
-      rescue StoreError => e
-        raise unless @fail_safe
-
-        degrade(e.problem, e.fix)
-        nil
       rescue StandardError => e
-        raise store_error(e) if !@fail_safe && (e.is_a?(SystemCallError) || e.is_a?(IOError))
-        raise unless survivable?(e)
-
-        degrade(*Problems.describe(e, @path))
+        degrade(*@policy.survive(e))
         nil
       end
 
@@ -188,16 +165,12 @@ module Loadout
             buf = String.new(encoding: Encoding::BINARY)
             entries = []
             pending.each do |key, value|
-              if value.equal?(DELETED)
-                next unless @index.key?(key)
+              delete = value.equal?(DELETED)
+              next if delete && !@index.key?(key)
 
-                flags = Format::DELETE
-                value = ""
-              else
-                flags = Format::PUT
-              end
+              flags = delete ? Format::DELETE : Format::PUT
               start = buf.bytesize
-              Format.frame_into(buf, flags, key, value)
+              Format.frame_into(buf, flags, key, delete ? "" : value)
               entries.push(flags, key, start, buf.bytesize - start)
               next if buf.bytesize < LogFile::MAX_WRITE
 
@@ -206,7 +179,7 @@ module Loadout
               entries = []
             end
             write_records(file, buf, entries) unless entries.empty?
-            maybe_auto_compact(file)
+            compact_locked(file, @compaction.evictor) if @compaction.due?(file, @index, @end)
           end
         end
       end
@@ -234,19 +207,43 @@ module Loadout
       # A new descriptor for +path+; if it is another file (compacted), a new map too.
       def reopen
         old = @file
-        begin
-          @file = LogFile.open(@path, true, @shared)
-        rescue Trust::Refused => e
-          raise StoreError.new(@path, Trust::Words.problem(e.report), Trust::Words.fix(e.report, @shared))
-        end
+        @file = @opener.reopen
         old&.close
         reload if old.nil? || old.ino != @file.ino || old.dev != @file.dev
       end
 
+      # The map of @file read again (Opener#load): another process cut or replaced the file.
       def reload
-        @index = nil
+        adopt(@opener.load(@file))
+      end
+
+      # Takes what an Opener or a Compaction returned (+newer+ and +foreign+, once seen, stay).
+      def adopt(state)
+        @file = state.file
+        @index = state.index
+        @end = state.end
+        @hint_end = state.hint_end
+        @newer ||= state.newer
+        @foreign ||= state.foreign
+      end
+
+      # The file or its hint fails the trust rule: nothing more is read from it or written to it.
+      def refuse(report)
+        @file&.close
+        @file = nil
+        @index = Index.new
         @end = 0
-        load_index
+        @writable = false
+        @refused = true
+        @pending&.clear
+        @policy.refused(report)
+      end
+
+      # fail_safe: stop writing, say so once.
+      def degrade(problem, fix)
+        @writable = false
+        @pending&.clear
+        @policy.degraded(problem, fix)
       end
     end
   end
