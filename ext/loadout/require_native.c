@@ -13,8 +13,11 @@
  *   1. Anything but a plain String that names a relative, ASCII, searchable feature goes to
  *      rb_require_string() unchanged: exactly what the entry it replaced did.
  *   2. rb_feature_provided() is Ruby's own loaded-features check, with the arguments
- *      search_required() uses for the same feature (load.c): when it says provided (or being
- *      loaded), Ruby answers, from its index, with no filesystem access and no allocation.
+ *      search_required() uses for the same feature (load.c). Where search_required() would
+ *      stop at that very check (see already_loaded) the answer is Ruby's: false, without
+ *      entering require a second time (a boot requires a loaded feature about as often as a
+ *      new one, and each check walks $LOAD_PATH). Any other provided feature (being loaded
+ *      right now, or loaded only as an extension) goes to Ruby, which decides.
  *   3. Otherwise the index says which file Ruby's search would find first; rb_require_string()
  *      of its absolute path does the rest (locking, loading, $LOADED_FEATURES, realpath
  *      dedup). A name Ruby's search cannot find raises Ruby's own LoadError. Whatever the index
@@ -243,7 +246,9 @@ require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, lon
 
     /* The file left since it was listed (or Ruby cannot open it): Ruby searches instead. */
     VALUE err = rb_errinfo();
-    if (rb_obj_is_kind_of(err, rb_eLoadError) && rb_attr_get(err, id_at_path) == path) {
+    /* (The same bytes, not the same object: Ruby 3.3's LoadError#path is a copy.) */
+    VALUE at = rb_obj_is_kind_of(err, rb_eLoadError) ? rb_attr_get(err, id_at_path) : Qnil;
+    if (RB_TYPE_P(at, T_STRING) && rb_str_equal(at, path) == Qtrue) {
         rb_set_errinfo(Qnil);
         lo_counters[LO_C_STALE]++;
         if (!NIL_P(lo_state)) callback(id_stale, 1, path, Qnil, Qnil);
@@ -251,6 +256,40 @@ require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, lon
     }
     rb_jump_tag(state);
     return Qnil; /* not reached */
+}
+
+enum { NOT_PROVIDED, LOADED, ASK_RUBY };
+
+/* What search_required() (load.c) answers for +buf+ from $LOADED_FEATURES alone:
+ * - an explicit .rb, or an explicit .so/.o/DLEXT: Ruby's first check is rb_feature_p() with the
+ *   same arguments rb_feature_provided() passes; provided means "already loaded" (false).
+ * - no extension: Ruby asks rb_feature_p() for any type and stops at an 'r' answer; an 's' one
+ *   (an extension of that name is loaded) makes it search for a .rb that may still load. So only
+ *   a feature provided as .rb and not as an extension is LOADED here. (An entry pushed into
+ *   $LOADED_FEATURES without an extension, which Ruby counts first, is the one shape this
+ *   does not tell apart; such an entry and a .rb of the same name in one boot is not seen.)
+ * - a feature being loaded right now (a circular require, or another thread's): ASK_RUBY (it
+ *   warns, or waits for that thread).
+ * An unknown extension ("x.rake") is NOT_PROVIDED here: Ruby does not check it first either.
+ * buf has room for ".rb" past len and is left as it was. */
+static int
+already_loaded(char *buf, long len, int ft)
+{
+    const char *loading = NULL;
+    if (ft == FT_RB || ft == FT_SO) {
+        if (!rb_feature_provided(buf, &loading)) return NOT_PROVIDED;
+        return loading ? ASK_RUBY : LOADED;
+    }
+    const char *slash = last_byte(buf, '/', len), *dot = last_byte(buf, '.', len);
+    if (dot && (!slash || dot > slash)) return NOT_PROVIDED; /* unknown extension: Ruby's search first */
+
+    memcpy(buf + len, ".rb", 4);
+    int rb = rb_feature_provided(buf, &loading);
+    memcpy(buf + len, ".so", 4);
+    int so = rb && !loading && rb_feature_provided(buf, NULL);
+    buf[len] = '\0';
+    if (rb && !loading && !so) return LOADED;
+    return rb || rb_feature_provided(buf, NULL) ? ASK_RUBY : NOT_PROVIDED;
 }
 
 static VALUE
@@ -271,7 +310,13 @@ lo_require(VALUE self, VALUE fname)
     char buf[LO_MAX_FEATURE + 32];
     memcpy(buf, p, (size_t)len);
     buf[len] = '\0';
-    if (rb_feature_provided(buf, NULL)) {
+    long stem_len;
+    int ft = classify(buf, len, &stem_len);
+    switch (already_loaded(buf, len, ft)) {
+      case LOADED:
+        lo_counters[LO_C_PROVIDED]++;
+        return Qfalse;
+      case ASK_RUBY:
         lo_counters[LO_C_PROVIDED]++;
         return rb_require_string(fname);
     }
@@ -283,8 +328,7 @@ lo_require(VALUE self, VALUE fname)
             }
         }
         const lo_lp_index *ix = lo_lp_index_get(lo_table);
-        long stem_len, rel_len;
-        int ft = classify(buf, len, &stem_len);
+        long rel_len;
         long pos = lookup(ix, buf, stem_len, ft, &rel_len);
         if (pos >= 0) return require_found(fname, ix, pos, buf, rel_len);
         if (pos == LOOK_UNKNOWN) return fallback(LO_C_UNKNOWN, fname);

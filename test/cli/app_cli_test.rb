@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "support/generated_app"
+require "support/check_output"
 require "digest"
 
 # The CLI as users meet it: `loadout` run in a generated app with a vendored bundle (gems with
@@ -9,6 +10,7 @@ require "digest"
 # gem, and config files the boot reads.
 class AppCLITest < Minitest::Test
   include Loadout::TestSupport::GeneratedApp
+  include Loadout::TestSupport::CheckOutput
 
   def plain_boot(app)
     boot_generated!(app, env: { "APP_WITHOUT_LOADOUT" => "1" }).stdout.sub("loadout=off\n", "")
@@ -78,8 +80,7 @@ class AppCLITest < Minitest::Test
       assert_operator count, :>, 40, run.stdout
       assert_match(/^yaml: +3 files: 3 hit$/, run.stdout)
       assert_match(/^json: +1 file: 1 hit$/, run.stdout)
-      at = Regexp.escape(app)
-      assert_match(%r{loaded before setup .*: 2 files \(#{at}/app\.rb, #{at}/config/boot\.rb\)}, run.stdout)
+      assert_loaded_before_setup(run.stdout, "#{app}/app.rb", "#{app}/config/boot.rb")
       assert_includes run.stdout, "verdict:    HIT"
 
       # The next boot will miss an edited file, and cannot load a deleted one.

@@ -2,6 +2,7 @@
 
 require "test_helper"
 require_relative "app_boot"
+require "support/check_output"
 require "support/fake_store"
 require "stringio"
 require "loadout/cli"
@@ -11,6 +12,7 @@ require "loadout/cli"
 # child `ruby -rbundler/setup`), never for the CLI's own.
 class LoadPathCheckTest < Minitest::Test
   include Loadout::TestSupport::AppBoot
+  include Loadout::TestSupport::CheckOutput
 
   test "after a warm boot check says hit, for the $LOAD_PATH the boot recorded" do
     with_booted_app do |app, lib|
@@ -84,8 +86,7 @@ class LoadPathCheckTest < Minitest::Test
       out = result.stdout
       refute_includes out, "missing: #{app}/config/boot.rb"
       refute_includes out, "missing: #{app}/boot.rb"
-      assert_includes out, "  loaded before setup (not served by loadout; the next boot loads them the same way): " \
-                           "2 files (#{app}/boot.rb, #{app}/config/boot.rb)"
+      assert_loaded_before_setup(out, "#{app}/boot.rb", "#{app}/config/boot.rb")
       assert_match(/^iseq: +\d+ files: \d+ hit$/, out)
       assert_includes out, "verdict:    HIT"
       assert_equal 0, result.status.exitstatus, out + result.stderr
