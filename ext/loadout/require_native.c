@@ -258,7 +258,7 @@ require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, lon
     return Qnil; /* not reached */
 }
 
-enum { NOT_PROVIDED, LOADED, ASK_RUBY };
+enum { NOT_PROVIDED, LOADED, ASK_RUBY, NO_RB_LOADED };
 
 /* What search_required() (load.c) answers for +buf+ from $LOADED_FEATURES alone:
  * - an explicit .rb, or an explicit .so/.o/DLEXT: Ruby's first check is rb_feature_p() with the
@@ -268,6 +268,9 @@ enum { NOT_PROVIDED, LOADED, ASK_RUBY };
  *   a feature provided as .rb and not as an extension is LOADED here. (An entry pushed into
  *   $LOADED_FEATURES without an extension, which Ruby counts first, is the one shape this
  *   does not tell apart; such an entry and a .rb of the same name in one boot is not seen.)
+ * - no extension, provided only otherwise (as an extension, or a bare entry): NO_RB_LOADED. Ruby
+ *   then searches $LOAD_PATH for a .rb of that name (rb_find_file_ext) and loads it if there is
+ *   one; with none anywhere the answer is "already loaded". The index answers that search.
  * - a feature being loaded right now (a circular require, or another thread's): ASK_RUBY (it
  *   warns, or waits for that thread).
  * An unknown extension ("x.rake") is NOT_PROVIDED here: Ruby does not check it first either.
@@ -289,7 +292,10 @@ already_loaded(char *buf, long len, int ft)
     int so = rb && !loading && rb_feature_provided(buf, NULL);
     buf[len] = '\0';
     if (rb && !loading && !so) return LOADED;
-    return rb || rb_feature_provided(buf, NULL) ? ASK_RUBY : NOT_PROVIDED;
+    if (rb) return ASK_RUBY;
+    loading = NULL;
+    if (!rb_feature_provided(buf, &loading)) return NOT_PROVIDED;
+    return loading ? ASK_RUBY : NO_RB_LOADED;
 }
 
 static VALUE
@@ -312,13 +318,16 @@ lo_require(VALUE self, VALUE fname)
     buf[len] = '\0';
     long stem_len;
     int ft = classify(buf, len, &stem_len);
-    switch (already_loaded(buf, len, ft)) {
-      case LOADED:
-        lo_counters[LO_C_PROVIDED]++;
-        return Qfalse;
-      case ASK_RUBY:
-        lo_counters[LO_C_PROVIDED]++;
-        return rb_require_string(fname);
+    int loaded = already_loaded(buf, len, ft);
+    if (loaded != NOT_PROVIDED) lo_counters[LO_C_PROVIDED]++;
+    if (loaded == LOADED) return Qfalse;
+    if (loaded == ASK_RUBY) return rb_require_string(fname);
+    /* Loaded as an extension: the question left is whether any entry holds <feature>.rb. */
+    int rb_only = loaded == NO_RB_LOADED;
+    if (rb_only) {
+        memcpy(buf + len, ".rb", 4);
+        ft = FT_RB;
+        stem_len = len + 3;
     }
 
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -330,6 +339,7 @@ lo_require(VALUE self, VALUE fname)
         const lo_lp_index *ix = lo_lp_index_get(lo_table);
         long rel_len;
         long pos = lookup(ix, buf, stem_len, ft, &rel_len);
+        if (rb_only && pos != LOOK_MISS) return rb_require_string(fname); /* there may be one: Ruby's call */
         if (pos >= 0) return require_found(fname, ix, pos, buf, rel_len);
         if (pos == LOOK_UNKNOWN) return fallback(LO_C_UNKNOWN, fname);
 
@@ -338,11 +348,12 @@ lo_require(VALUE self, VALUE fname)
         if (attempt == 0) {
             VALUE verdict = callback(id_miss, 1, fname, Qnil, Qnil);
             if (verdict == sym_retry) {
-                buf[len] = '\0';
+                if (!rb_only) buf[len] = '\0';
                 continue;
             }
-            if (verdict != sym_miss) return fallback(LO_C_UNKNOWN, fname);
+            if (verdict != sym_miss) return rb_only ? rb_require_string(fname) : fallback(LO_C_UNKNOWN, fname);
         }
+        if (rb_only) return Qfalse; /* no .rb anywhere: Ruby's answer is "already loaded" */
         lo_counters[LO_C_MISSES]++;
         if (lo_instrument) emit(sym_miss, fname, Qnil);
         return raise_not_found(fname);

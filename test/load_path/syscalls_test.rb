@@ -116,4 +116,26 @@ class LoadPathSyscallsTest < Minitest::Test
       assert_equal touched.uniq.size, miss_calls.size, "one stat per app dir:\n#{miss_calls.join}"
     end
   end
+
+  # Ruby's own require of a loaded extension ("strscan", ext-less) searches every $LOAD_PATH
+  # entry for strscan.rb before it says "already loaded": one failed open per entry, every time.
+  # The index answers that search: no probe at all, same answer (false).
+  test "requiring a loaded extension again probes nothing" do
+    with_files(gem_tree) do |home|
+      backdate(home)
+      env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_GEMFILE" => nil }
+      run_ruby!(child(home, "nil"), env: env.merge("MODE" => "cold"), ruby_opts: ["-I", TEST_DIR])
+      body = <<~'RUBY'
+        require "strscan"
+        Loadout::LoadPath.install!(store: store)
+        require "g0/deep/f0" # (Ruby 3.1 realpaths every entry once after a change: paid here)
+        File.exist?("/loadout-mark-again")
+        raise "strscan: expected false" unless require("strscan") == false
+      RUBY
+      lines = traced(child(home, body), env: env, dir: home)
+      at = lines.index { |l| l.include?("/loadout-mark-again") }
+      again = lines[(at + 1)..]
+      assert_equal [], again.grep(/strscan/), "probes for a loaded extension:\n#{again.join}"
+    end
+  end
 end

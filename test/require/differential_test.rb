@@ -249,7 +249,7 @@ class RequireDifferentialTest < Minitest::Test
   # check: these are the shapes where it must not (an extension of the same name is loaded, a
   # feature is being loaded) or where the check is by extension.
   test "already loaded: by extension, extension-only names, and explicit extensions" do
-    with_files([["a/e.rb", "puts 'e.rb'"], ["a/f.rb", "puts 'f.rb'"], ["a/g.rb", "puts 'g.rb'"]]) do |dir|
+    with_files([["a/e.rb", "puts 'e.rb'"], ["a/f.rb", "puts 'f.rb'"], ["a/g.rb", "puts 'g.rb'"], ["a/h.rb", "puts 'h.rb'"]]) do |dir|
       _, with = same(<<~RUBY)
         $LOAD_PATH.unshift("#{dir}/a")
         # As if an extension e.so were loaded: Ruby still looks for e.rb, and loads it.
@@ -264,8 +264,17 @@ class RequireDifferentialTest < Minitest::Test
         $LOADED_FEATURES << "#{dir}/a/g.so"
         check(:g_so) { require "g.so" }
         check(:g_bare) { require "g" }
+        # A real extension (no .rb of its name anywhere): "already loaded", however asked.
+        check(:ext) { require "strscan" }
+        check(:ext_again) { require "strscan" }
+        check(:ext_so) { require "strscan.so" }
+        # A bare entry with no file behind it, and one with a .rb behind it.
+        $LOADED_FEATURES << "nothing_here"
+        check(:bare_nothing) { require "nothing_here" }
+        $LOADED_FEATURES << "h"
+        check(:bare_h) { require "h" }
       RUBY
-      assert_equal "e.rb\nf.rb\ng.rb\n", with.stdout
+      assert_equal "e.rb\nf.rb\ng.rb\nh.rb\n", with.stdout
     end
   end
 
