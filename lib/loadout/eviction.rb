@@ -9,7 +9,8 @@ module Loadout
   #   needs the file (a gem version `bundle update` replaced, a deleted app file). The key names
   #   its source relative to a root; the roots are those the boots using that variant recorded
   #   ("st/seen/<variant>") and this process's own, and an entry goes only when the file is
-  #   missing under every root that knows its tag.
+  #   missing under every root that knows its tag and is a directory here (a root this process
+  #   cannot see, another container's Ruby sharing the cache, says nothing: such entries age out).
   # - Every entry of a variant no boot has used for UNUSED_DAYS (an old Ruby, other compile
   #   options), and that variant's record. Boots record the variants they use at exit, at most
   #   once a day each (CompileCache::Key#seen_records): a warm boot reads a record or two, writes
@@ -80,7 +81,9 @@ module Loadout
       day, recorded = seen(variant, read)
       return true if day && aged?(day)
 
-      paths = [recorded, @own].compact.filter_map { |k| k.source_path(key) }.uniq
+      # (Under a root that is a directory here only: a cache shared with another container's Ruby
+      # holds entries for files this one cannot see; those go by age, not as "gone".)
+      paths = [recorded, @own].compact.filter_map { |k| k.source_path(key, existing_root: true) }.uniq
       !paths.empty? && paths.none? { |p| File.exist?(p) }
     end
 

@@ -63,6 +63,22 @@ class EvictionTest < Minitest::Test
     end
   end
 
+  # A cache dir shared by two containers (Ruby 3.1's and 3.3's images): each sees only its own
+  # Ruby's files, so neither may call the other's sources gone.
+  test "an entry under a recorded root that is not a directory here is kept" do
+    with_files([["app/lib/x.rb", "1"]]) do |dir|
+      app = File.join(dir, "app")
+      elsewhere = File.join(dir, "other-container/usr/lib/ruby/3.1.0") # not on this filesystem
+      recorded = [app, elsewhere]
+      key = key_for(recorded, File.join(elsewhere, "set.rb"))
+      gone = key_for(recorded, File.join(app, "lib/deleted.rb"))
+      seen = ([Time.now.to_i / DAY] + recorded).join("\n")
+      left, = compact_with(dir, { key => "e", gone => "e", "st/seen/v1" => seen }, [app])
+      assert_includes left, key, "its root is not here: this process cannot tell"
+      refute_includes left, gone, "its root is here and the file is not"
+    end
+  end
+
   test "a variant no boot has used for #{Loadout::Eviction::UNUSED_DAYS} days goes, with its record" do
     with_files([["app/lib/a.rb", "1"]]) do |dir|
       app = File.join(dir, "app")

@@ -89,9 +89,11 @@ module Loadout
       end
 
       # The absolute source path a store key (an entry's, or its stat record's) stands for under
-      # these roots; nil when the key names a root tag these roots do not have.
-      #: (String) -> String?
-      def source_path(store_key)
+      # these roots; nil when the key names a root tag these roots do not have, or (+existing_root+)
+      # a root that is not a directory here: another machine's or container's Ruby, whose files
+      # this process cannot see, and so cannot say are gone.
+      #: (String, ?existing_root: bool) -> String?
+      def source_path(store_key, existing_root: false)
         parts = store_key.split("/", store_key.start_with?(STAT_PREFIX) ? 5 : 4)
         rest = parts.last
         return nil if parts.size < 4 || rest.nil? || rest.empty?
@@ -99,6 +101,7 @@ module Loadout
 
         tag, rel = rest.split("/", 2)
         root = (@roots_by_tag ||= @tags.invert)[tag] or return nil
+        return nil if existing_root && !(@root_here ||= Hash.new { |h, r| h[r] = File.directory?(r) })[root]
         path = rel.nil? ? root : "#{root == "/" ? "" : root}/#{rel}"
         path.force_encoding(Encoding::UTF_8)
       end
