@@ -9,8 +9,9 @@ module Loadout
   #   needs the file (a gem version `bundle update` replaced, a deleted app file). The key names
   #   its source relative to a root; the roots are those the boots using that variant recorded
   #   ("st/seen/<variant>") and this process's own, and an entry goes only when the file is
-  #   missing under every root that knows its tag and is a directory here (a root this process
-  #   cannot see, another container's Ruby sharing the cache, says nothing: such entries age out).
+  #   missing under every root that knows its tag and is a directory here. Only this process's
+  #   own environment is judged so: a variant whose boots recorded other roots (another
+  #   container's Ruby sharing the cache) keeps its entries until it ages out.
   # - Every entry of a variant no boot has used for UNUSED_DAYS (an old Ruby, other compile
   #   options), and that variant's record. Boots record the variants they use at exit, at most
   #   once a day each (CompileCache::Key#seen_records): a warm boot reads a record or two, writes
@@ -80,6 +81,9 @@ module Loadout
       variant = key.split("/", key.start_with?("cc/s/") ? 5 : 4)[-2]
       day, recorded = seen(variant, read)
       return true if day && aged?(day)
+      # Recorded by boots with other roots: another container's or machine's Ruby sharing the
+      # cache (3.1's and 3.3's images), whose files this process may not see. They age out.
+      return false if recorded && recorded.roots.sort != @own.roots.sort
 
       # (Under a root that is a directory here only: a cache shared with another container's Ruby
       # holds entries for files this one cannot see; those go by age, not as "gone".)

@@ -65,7 +65,7 @@ class EvictionTest < Minitest::Test
 
   # A cache dir shared by two containers (Ruby 3.1's and 3.3's images): each sees only its own
   # Ruby's files, so neither may call the other's sources gone.
-  test "an entry under a recorded root that is not a directory here is kept" do
+  test "entries a variant's boots recorded under other roots are kept (another container's Ruby)" do
     with_files([["app/lib/x.rb", "1"]]) do |dir|
       app = File.join(dir, "app")
       elsewhere = File.join(dir, "other-container/usr/lib/ruby/3.1.0") # not on this filesystem
@@ -75,7 +75,9 @@ class EvictionTest < Minitest::Test
       seen = ([Time.now.to_i / DAY] + recorded).join("\n")
       left, = compact_with(dir, { key => "e", gone => "e", "st/seen/v1" => seen }, [app])
       assert_includes left, key, "its root is not here: this process cannot tell"
-      refute_includes left, gone, "its root is here and the file is not"
+      assert_includes left, gone, "recorded by boots of another environment: it ages out instead"
+      left, = compact_with(dir, { gone => "e", "st/seen/v1" => ([Time.now.to_i / DAY] + [app]).join("\n") }, [app])
+      refute_includes left, gone, "recorded by boots with this process's roots: gone is gone"
     end
   end
 
