@@ -181,7 +181,9 @@ module Loadout
         wrote = writable && wrote?(store)
         if wrote || (writable && @config&.stats)
           if own && cache
-            guard("record the loaded files") { LoadedFiles.record(store, cache, @config.compile_cache.include?(:iseq)) }
+            # (The ISeq cache asked for but off on this engine, JRuby: no Ruby files to record.)
+            iseq = @config.compile_cache.include?(:iseq) && !@off.key?(:iseq)
+            guard("record the loaded files") { LoadedFiles.record(store, cache, iseq) }
           end
           # The app's $LOAD_PATH, for `loadout check` / `precompile` (which run in another process).
           if @installed.any? { |m| m.name == "Loadout::LoadPath" }
