@@ -7,7 +7,7 @@
 # compared with the plain boot's.
 #
 #   ruby bench/boot.rb [--gems N] [--files N] [--yaml N] [--rounds N] [--seed N] [--small | --large]
-#                      [--bundler] [--dev] [--strace] [--valgrind] [--out FILE]
+#                      [--bundler] [--dev] [--strace] [--valgrind] [--parallel] [--out FILE]
 #
 # (`loadout bench`, in an app, times that app's own boot instead: see Loadout::CLI::Bench.)
 #
@@ -16,7 +16,10 @@
 # single-layer comparisons (load-path cache only, compile cache only; warm) against Bootsnap's.
 # CPU is the boot's and everything it started (the bench is a child subreaper: a background
 # worker a boot leaves behind is waited for and counted). Each boot reports the objects it
-# allocated and its GC count.
+# allocated and its GC count. --parallel adds N = 1, 4 and 8 cold boots started at once on one
+# empty cache dir (parallel test workers on one CI machine): wall until the last one ends, the
+# CPU of all of them and of whatever they started, the store's size after, and whether every
+# boot loaded what plain Ruby loads.
 #
 # Writes bench/results/boot-<date>.md. Last line:
 # bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
@@ -36,7 +39,7 @@ require_relative "support/subreaper"
 ROOT = File.expand_path("..", __dir__)
 ARGS = ARGV.dup.freeze
 opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false,
-         bundler: false }
+         bundler: false, parallel: false }
 OptionParser.new do |o|
   o.banner = "Usage: ruby bench/boot.rb [options]"
   o.on("--gems N", Integer, "gem directories on $LOAD_PATH (default #{opts[:gems]})") { |v| opts[:gems] = v }
@@ -53,6 +56,9 @@ OptionParser.new do |o|
   o.on("--bundler", "the Bundler layout (gem home, shuffled lib dirs ahead of Ruby's, Zeitwerk app)") { opts[:bundler] = true }
   o.on("--dev", "development_mode: true for both caches (default: false, like production)") { opts[:dev] = true }
   o.on("--strace", "one extra boot per scenario under strace -c -f: syscall counts") { opts[:strace] = true }
+  o.on("--parallel", "also N = 1, 4, 8 cold boots at once on one empty cache: total CPU, store size") do
+    opts[:parallel] = true
+  end
   o.on("--valgrind", "one extra boot per scenario under valgrind (cachegrind): instruction counts; slow") { opts[:valgrind] = true }
   o.on("--out FILE", "results file (default bench/results/boot-<date>.md)") { |v| opts[:out] = v }
 end.parse!(ARGV)
@@ -260,6 +266,42 @@ if opts[:valgrind]
   end
 end
 
+# N cold boots at once on one empty cache dir: [wall, cpu of all, cache dir bytes, all correct].
+def parallel_cold(app, mode, bs, dev, n, reference)
+  FileUtils.rm_rf(CACHES[mode])
+  cpu_before = Process.times
+  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  runs = Array.new(n) do
+    r, w = IO.pipe
+    pid = Process.spawn(env_for(mode, bs, dev), *command(mode, bs), chdir: app, out: w, err: w, pgroup: true)
+    w.close
+    [pid, r]
+  end
+  outputs = runs.map { |pid, r| r.read.tap { r.close; Process.wait(pid) } }
+  Bench::Subreaper.reap_all
+  wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  cpu_after = Process.times
+  cpu = (cpu_after.cutime + cpu_after.cstime) - (cpu_before.cutime + cpu_before.cstime)
+  bytes = Dir.glob(File.join(CACHES[mode], "**/*")).sum { |f| File.file?(f) ? File.size(f) : 0 }
+  correct = outputs.all? { |o| o[/^digest=\S+ features=\d+$/] == reference }
+  [wall, cpu, bytes, correct]
+end
+
+parallel_rows = []
+if opts[:parallel]
+  settle.call
+  [1, 4, 8].each do |n|
+    %w[bootsnap loadout].each do |mode|
+      next if mode == "bootsnap" && !bs
+
+      wall, cpu, bytes, correct = parallel_cold(app, mode, bs, opts[:dev], n, reference)
+      parallel_rows << [n, mode, wall, cpu, bytes, correct]
+      warn format("bench boot: %d parallel cold %s boots: wall %.2f s, cpu %.2f s, cache %.1f MB, correct=%s",
+                  n, mode, wall, cpu, bytes / 1e6, correct)
+    end
+  end
+end
+
 med = SCENARIOS.to_h { |s| [s, times[s].empty? ? nil : median(times[s])] }
 med_cpu = SCENARIOS.to_h { |s| [s, cpus[s].empty? ? nil : median(cpus[s])] }
 med_obj = SCENARIOS.to_h { |s| [s, objects[s].empty? ? nil : median(objects[s]).round] }
@@ -308,6 +350,16 @@ lines << "Wall time from spawn to exit of each boot; cpu = user+sys of the boot 
          "median of per-round ratios (< 1 is faster). \"ci\" = every source file's mtime changed, caches kept; " \
          "\"lp\"/\"cc\" = that layer only (load-path cache / compile cache), warm."
 notes.uniq.each { |n| lines << "- #{n}" }
+unless parallel_rows.empty?
+  lines << ""
+  lines << "Parallel cold boots on one empty cache dir (started at once; CPU of all of them and of whatever they started):"
+  lines << ""
+  lines << "| N | tool | wall s | cpu s | cpu per boot s | cache dir MB | all correct |"
+  lines << "|---|---|---|---|---|---|---|"
+  parallel_rows.each do |n, mode, wall, cpu, bytes, correct|
+    lines << format("| %d | %s | %.2f | %.2f | %.2f | %.1f | %s |", n, mode, wall, cpu, cpu / n, bytes / 1e6, correct)
+  end
+end
 FileUtils.mkdir_p(File.dirname(out))
 File.write(out, "#{lines.join("\n")}\n")
 puts lines
