@@ -276,7 +276,7 @@ class CLITest < Minitest::Test
       assert_equal 0, run.status, run.out + run.err
       counts = ISEQ ? "4 files \\(iseq 2, yaml 1, json 1\\)" : "2 files \\(yaml 1, json 1\\)"
       assert_match(/#{counts} .* 2 skipped \(do not load\); 0 failed/, run.out)
-      assert_includes run.out, "    #{app}/config/bad.yml: Psych::SyntaxError: did not find expected"
+      assert_includes run.out, "    #{app}/config/bad.yml: Psych::SyntaxError: " # (libyaml's wording, or JRuby's)
       assert_includes run.out, "    #{app}/config/bad.json: JSON::ParserError"
       refute_includes run.err, "failed"
     end
@@ -368,7 +368,7 @@ class CLITest < Minitest::Test
       with_answers(load_path: { status: :hit }, compile: ->(_) { [:hit, nil] }) do
         run = cli("check", app: app)
         assert_equal 0, run.status, run.out + run.err
-        assert_includes run.out, "load_path:  hit\n"
+        assert_includes run.out, ISEQ ? "load_path:  hit\n" : "load_path:  off ("
         assert_includes run.out, ISEQ ? "iseq:       1 file: 1 hit\n" : "iseq:       off ("
         assert_includes run.out, "yaml:       1 file: 1 hit\n"
         assert_includes run.out, "verdict:    HIT"
