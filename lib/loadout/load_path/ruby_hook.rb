@@ -6,7 +6,9 @@ module Loadout
     # extension is not built. Differences a program can see: the hook is a Ruby method, so its
     # frames show in backtraces and `caller` inside required files; and "already loaded?" is a
     # superset check (LoadedFeatures) that hands the feature to Ruby whenever Ruby might say yes,
-    # instead of asking Ruby (rb_feature_provided has no Ruby counterpart).
+    # instead of asking Ruby (rb_feature_provided has no Ruby counterpart). So Ruby answers every
+    # require of a loaded feature here, as without loadout (for a loaded extension required again
+    # by name, that is Ruby's search of every entry for a .rb, which the native hook answers).
     module RubyHook # :nodoc:
       REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, EXTENSION, BUSY =
         (0...12).to_a.freeze
@@ -60,7 +62,7 @@ module Loadout
           begin
             original.bind_call(receiver, found)
           rescue LoadError => e
-            raise unless e.path.equal?(found)
+            raise unless e.path == found # (Ruby 3.3's LoadError#path is a copy, not the String given)
 
             # The file left since it was listed (or Ruby cannot open it): Ruby searches instead.
             @counters[STALE] += 1
