@@ -138,4 +138,15 @@ class StatsTest < Minitest::Test
     assert_operator parsed.size, :>, 100
     assert_equal (1..(parsed.size - 1)).map { |i| "reason#{i}" }, parsed.keys.drop(1)
   end
+
+  test "the report gives a component's nested counters a line each, and none to an empty table" do
+    report = Loadout::Stats::Report.new(pid: Process.pid, parent: nil, forks: 0, setup_seconds: nil, off: {},
+                                        requires: nil, baseline: {}, events: {}, bytes: 0, timings: [], root: nil,
+                                        components: { load_path: { hits: 3, fallback_reasons: {} },
+                                                      compile_cache: { iseq: { hits: 2, reasons: { mtime: 1 } } } })
+    lines = report.lines
+    assert_includes lines, format("  %-19s %s", "load_path:", "hits=3")
+    assert_includes lines, format("  %-19s %s", "iseq:", "hits=2 reasons=mtime:1")
+    assert_empty lines.grep(/fallback_reasons/), lines.join("\n")
+  end
 end

@@ -38,6 +38,8 @@ module Loadout
           flat, nested = stats.partition { |_, v| !v.is_a?(Hash) }
           lines << format("  %-19s %s", "#{name}:", counters(flat.to_h)) unless flat.empty?
           nested.each do |kind, sub|
+            next if sub.empty? # (no fallback reasons, say: no line rather than an empty one)
+
             bytes += sub[:bytes_read].to_i if sub[:bytes_read].is_a?(Integer)
             lines << format("  %-19s %s", "#{kind}:", counters(sub))
           end
