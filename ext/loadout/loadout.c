@@ -18,4 +18,5 @@ Init_loadout_ext(void)
     lo_lp_native_init(lo_mNative);
     lo_require_native_init(lo_mNative);
     lo_trust_native_init(lo_mNative);
+    lo_ibf_native_init(lo_mNative);
 }

@@ -29,5 +29,6 @@ void lo_store_native_init(VALUE mNative);
 void lo_digest_native_init(VALUE mNative);
 void lo_freshness_native_init(VALUE mNative);
 void lo_trust_native_init(VALUE mNative);
+void lo_ibf_native_init(VALUE mNative);
 
 #endif

@@ -74,6 +74,13 @@ module Loadout
       @closed = false
       @binary_encoding = Encoding::BINARY
       @string_class = String
+      # Read once (see LogFile#initialize): claims run once per file a cold boot compiles.
+      @format = Format
+      @put_flag = Format::PUT
+      @record_header = Format::HEADER
+      @max_log = Format::MAX_LOG
+      @deleted = DELETED
+      @process = Process
       @policy = FailurePolicy.new(@path, fail_safe, shared)
       @opener = Opener.new(@path, shared, @policy)
       @compaction = Compaction.new(@path, shared)
@@ -142,7 +149,7 @@ module Loadout
         guarded_write do
           with_write_lock do |file|
             write_records(file, buf, [Format::PUT, key, 0, buf.bytesize])
-            compact_locked(file, @compaction.evictor) if @compaction.due?(file, @index, @end)
+            sweep_if_due(file)
           end
         end
       end
@@ -166,7 +173,7 @@ module Loadout
 
             buf = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::DELETE, key, "")
             write_records(file, buf, [Format::DELETE, key, 0, buf.bytesize])
-            compact_locked(file, @compaction.evictor) if @compaction.due?(file, @index, @end)
+            sweep_if_due(file)
           end
         end
       end

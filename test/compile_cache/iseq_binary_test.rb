@@ -68,4 +68,31 @@ class CompileCacheISeqBinaryTest < Minitest::Test
       assert_equal "#{path}:3", $s
     end
   end
+
+  # Whether relocation may move a binary: the native scan and its Ruby twin give the same answer
+  # on each case (guards the native ibf_mentioned_outside against its twin and both against the
+  # layout: a path folded into a longer literal pins the entry, a whole-object one does not).
+  test "a path mentioned inside a longer literal is found, a path that is a whole object is not, on both backends" do
+    cases = {
+      "$h = __FILE__\n" => false,                     # the path object itself
+      "$d = __dir__\n" => false,
+      "$s = \"\#{__FILE__}:1\"\n" => true,             # folded by the parser: "<path>:1"
+      "$s = 'x'\n" => false,
+    }
+    with_files([["m/x.rb", ""]]) do |dir|
+      path = File.join(dir, "m/x.rb")
+      cases.each do |source, expected|
+        File.write(path, source)
+        iseq = RubyVM::InstructionSequence.compile_file(path)
+        binary = iseq.to_binary
+        paths = [iseq.path, iseq.absolute_path.to_s]
+        assert_equal expected, ISeqBinary.ruby_mentioned_outside_objects?(binary, paths), "ruby twin: #{source}"
+        next unless Loadout::BACKEND == :native
+
+        assert_equal expected, ISeqBinary.mentioned_outside_objects?(binary, paths), "native: #{source}"
+        assert_equal expected, paths.uniq.any? { |p| Loadout::Native.ibf_mentioned_outside(binary, p) }, source
+      end
+      assert Loadout::Native.ibf_mentioned_outside("YARB", path) if Loadout::BACKEND == :native # unparsable: pinned
+    end
+  end
 end

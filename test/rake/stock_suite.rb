@@ -86,14 +86,33 @@ module Loadout
         FileUtils.rm_rf(tree)
         FileUtils.mkdir_p(tree)
         tarball = File.join(CACHE, File.basename(url))
-        _, status = Open3.capture2e("curl", "-fsSL", "--retry", "3", "-o", tarball, url)
-        _, status = Open3.capture2e("tar", "-xzf", tarball, "-C", tree, "--strip-components=1") if status.success?
-        return tree if status.success? && File.directory?(File.join(tree, "test"))
+        problem = download(url, tarball)
+        unless problem
+          out, status = Open3.capture2e("tar", "-xzf", tarball, "-C", tree, "--strip-components=1")
+          return tree if status.success? && File.directory?(File.join(tree, "test"))
 
-        warn "rake's test suite is unavailable: neither rake's source nor #{url} could be had; " \
+          problem = "tar: #{out.strip}"
+        end
+        warn "rake's test suite is unavailable: neither rake's source nor #{url} could be had (#{problem}); " \
              "set LOADOUT_RAKE_SOURCE, or LOADOUT_SKIP_RAKE_SUITE=1 to skip it"
         FileUtils.rm_rf(tree)
         nil
+      end
+
+      # Downloads +url+ to +path+ with Ruby's own Net::HTTP (no curl: the Debian 13 roots have
+      # none), three tries. Returns nil, or why not.
+      def download(url, path)
+        require "net/http"
+        problem = nil
+        3.times do
+          response = Net::HTTP.get_response(URI(url))
+          return File.binwrite(path, response.body) && nil if response.is_a?(Net::HTTPSuccess)
+
+          problem = "HTTP #{response.code}"
+        rescue StandardError => e
+          problem = "#{e.class}: #{e.message}"
+        end
+        problem
       end
 
       def fetch_tests(spec, version, tree)

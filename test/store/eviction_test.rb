@@ -182,7 +182,10 @@ class EvictionTest < Minitest::Test
       Loadout::Store.open(path) do |s|
         s.evictor = evict
         400.times { |i| s.put("live/#{i}", chunk) } # one write each: the first one is the baseline
-        refute_empty calls, "400 KiB appended past a tiny first write: swept"
+        swept = Format.header_baseline(File.binread(path, Format::FILE_HEADER_SIZE))
+        assert_operator swept, :>, 200 * 1024, "400 KiB appended past a tiny first write: swept (new baseline)"
+        # What this process appended (a cold boot's whole log) is live by construction.
+        assert_empty calls, "the sweep asks about no record this process appended"
         s.compact # (no evictor: a plain compaction) the baseline is now the whole file
       end
       base = Format.header_baseline(File.binread(path, Format::FILE_HEADER_SIZE))
@@ -198,6 +201,8 @@ class EvictionTest < Minitest::Test
         (base / 2 / 1100).times { |i| s.put("dead/more#{i}", chunk) }
         refute_empty calls, "now past half: swept"
         refute s.key?("dead/0"), "what the sweep saw dead is gone"
+        assert calls.none? { |k| k.start_with?("dead/more") }, "records appended by this process are not judged"
+        assert s.key?("dead/more0"), "...and stay until a later process's sweep"
         assert_equal 400, s.each.count { |k, _| k.start_with?("live/") }
       end
       calls.clear

@@ -33,6 +33,18 @@ module Loadout
         @pending = {} # path => [variant, identity at the miss]
         @warned = {}
         @tracepoint = nil
+        # Each capture names no constant: Ruby 3.1 drops every constant cache whenever a class or
+        # module is defined (nearly every file a boot loads), and each lookup after that
+        # allocates, once per capture per name.
+        @trust = Trust
+        @digest = Digest
+        @entry = Entry
+        @iseq_binary = ISeqBinary
+        @clock = Process
+        @realtime = Process::CLOCK_REALTIME
+        @raw = Entry::RAW
+        @verbose_warnings = Entry::VERBOSE_WARNINGS
+        @pinned_path = Entry::PINNED_PATH
       end
 
       # A miss of +path+ under +variant+; +identity+: its stat now (before Ruby reads it), or nil.
@@ -87,42 +99,51 @@ module Loadout
       def capture_entry(path, variant, before, iseq)
         # A regular file only, opened non-blocking and checked as opened (a FIFO Ruby read from
         # has nothing left to read: reading it again would block the app).
-        source = Trust.read_source(path) or return
-        after = Digest.identity(path)
+        source = @trust.read_source(path) or return
+        after = @digest.identity(path)
         return unless after == before # changed while Ruby compiled it: what it read is unknown
 
-        digest = Digest.xxh64(source)
+        digest = @digest.xxh64(source)
+        paths = [path, iseq.absolute_path.to_s]
+        # A path the source spells out cannot be relocated.
+        spelled = source.include?(@entry.bytes(paths[0])) || source.include?(@entry.bytes(paths[1]))
+        # Every buffer a capture makes is freed as soon as it is written, not at a later GC: a
+        # cold boot captures every file, and tens of MB of sources and binaries left to the GC
+        # count toward its malloc limit and start extra collections.
+        source.clear
+        entry = nil
         stored = @store.claim(@key.for("i", variant, path)) do |current|
           # Another process stored the same source (one captured without -w is replaced by a -w one).
-          next nil if current && Entry.source_digest(current) == digest &&
-                       !($VERBOSE && (Entry.flags_of(current) & Entry::VERBOSE_WARNINGS) != 0)
+          next nil if current && @entry.source_digest(current) == digest &&
+                       !($VERBOSE && (@entry.flags_of(current) & @verbose_warnings) != 0)
 
-          entry_for(path, before, source, digest, iseq)
+          entry = entry_for(before, spelled, paths, digest, iseq)
         end
+        entry&.clear
         @counters.add(:iseq, :compiles, 1) if stored
       rescue SystemCallError, IOError
         nil
       end
 
-      def entry_for(path, identity, source, digest, iseq)
+      def entry_for(identity, spelled, paths, digest, iseq)
         binary = iseq.to_binary
         return nil if failed_parse?(iseq, binary)
 
-        flags = Entry::RAW
-        flags |= Entry::VERBOSE_WARNINGS unless $VERBOSE # compiled without -w: unknown under -w
-        paths = [iseq.path, iseq.absolute_path.to_s]
-        if paths.any? { |p| source.include?(p.b) } || ISeqBinary.mentioned_outside_objects?(binary, paths)
-          flags |= Entry::PINNED_PATH # a path the source spells out cannot be relocated
-        end
-        verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-        Entry.dump(flags, identity, verified, digest, binary, path: iseq.path, realpath: iseq.absolute_path.to_s)
+        flags = @raw
+        flags |= @verbose_warnings unless $VERBOSE # compiled without -w: unknown under -w
+        flags |= @pinned_path if spelled || @iseq_binary.mentioned_outside_objects?(binary, paths)
+        verified = @clock.clock_gettime(@realtime, :nanosecond)
+        entry = @entry.dump(flags, identity, verified, digest, binary, path: paths[0], realpath: paths[1])
+        binary.clear
+        entry
       end
 
       # A file that does not parse still reaches :script_compiled (Ruby 3.1 compiles an empty body,
       # then raises the parser's SyntaxError): its ISeq spans lines 0 to -1, which no parsed
-      # source does. Only tiny ISeqs are looked at (to_a is costly on real ones).
+      # source does. Only tiny ISeqs are looked at (to_a is costly on real ones; a failed parse's
+      # binary is 193 bytes plus its path on 3.1; `module A; end` makes 303 plus its path).
       def failed_parse?(iseq, binary)
-        return false if binary.bytesize > 4096
+        return false if binary.bytesize > 320 + iseq.path.bytesize
 
         location = iseq.to_a[4][:code_location]
         !location.is_a?(Array) || location[2].to_i.negative?

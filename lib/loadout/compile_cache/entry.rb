@@ -55,21 +55,35 @@ module Loadout
       @digest = Digest
       @version = FORMAT_VERSION
       @native = BACKEND == :native ? Native : nil
+      @binary = Encoding::BINARY
+      @string = String
+      @layout = LAYOUT
+      @magic = MAGIC
 
       class << self
         def digest_matches?(blob, at, len) # :nodoc:
           @digest.matches?(blob, at, len, 64) # PAYLOAD_DIGEST_AT
         end
 
+        # +str+ as it may join binary bytes: itself when binary or ASCII-only (no copy: a cold
+        # boot dumps every file it compiles), else a binary copy.
+        def bytes(str) #: (String) -> String
+          str.encoding == @binary || str.ascii_only? ? str : str.b
+        end
+
         # Builds the stored bytes.
         #: (Integer, Array[Integer], Integer, Integer, String, ?path: String, ?realpath: String) -> String
         def dump(flags, identity, verified, digest, payload, path: "", realpath: "")
-          path = path.b
-          realpath = realpath.b
+          path = bytes(path)
+          realpath = bytes(realpath)
+          payload = bytes(payload)
           size, mtime, ctime, ino, dev = identity
-          head = [MAGIC, FORMAT_VERSION, flags, size, mtime, ctime, verified, ino, dev, digest,
-                  Digest.xxh64(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(LAYOUT)
-          head << path << realpath << payload.b
+          # Sized once: a capture's payload is copied into it, once (a cold boot dumps every file).
+          # (80 is HEAD; ivars for the constants: see @digest above.)
+          out = @string.new(capacity: 80 + path.bytesize + realpath.bytesize + payload.bytesize, encoding: @binary)
+          [@magic, @version, flags, size, mtime, ctime, verified, ino, dev, digest,
+           @digest.xxh64(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(@layout, buffer: out)
+          out << path << realpath << payload
         end
 
         # The source digest recorded in stored entry bytes, or nil when they are not an entry.

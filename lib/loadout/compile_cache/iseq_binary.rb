@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../native"
+
 module Loadout
   module CompileCache
     # Rewrites string objects inside a CRuby 3.x instruction-sequence binary (the "IBF" format
@@ -36,6 +38,7 @@ module Loadout
       T_STRING = 0x05
       LABEL = /\A(?:(?:block(?: \(\d+ levels\))?|rescue|ensure) in )*<main>\z/.freeze
       TOP_LABEL = "<top (required)>"
+      @native = BACKEND == :native ? Native : nil # (named once: see Capture#initialize)
 
       class << self
         # True when +binary+ is an IBF this module understands (this Ruby's version and platform).
@@ -78,8 +81,10 @@ module Loadout
         # True when one of +strings+ occurs in +binary+ other than as a whole String object (for
         # example inside a literal the parser folded, like "#{__FILE__}:x"), so replacing the
         # objects would not move every mention of it.
+        # (Native.ibf_mentioned_outside on the native backend: a cold boot asks for every file it
+        # captures, and the native scan allocates nothing per occurrence.)
         #: (String, Array[String]) -> bool
-        def mentioned_outside_objects?(binary, strings)
+        def ruby_mentioned_outside_objects?(binary, strings)
           _, _, _, _, _, _, count, _, list_offset = binary.unpack(HEADER)
           offsets = binary.unpack("L#{count}", offset: list_offset)
           strings.uniq.any? do |needle|
@@ -96,6 +101,22 @@ module Loadout
             end
             found
           end
+        end
+
+        if BACKEND == :native
+          # (Each distinct string scanned once; the scan reads bytes whatever the encoding.)
+          def mentioned_outside_objects?(binary, strings) #: (String, Array[String]) -> bool
+            i = 0
+            while i < strings.length
+              needle = strings[i]
+              return true if strings.index(needle) == i && @native.ibf_mentioned_outside(binary, needle)
+
+              i += 1
+            end
+            false
+          end
+        else
+          alias_method :mentioned_outside_objects?, :ruby_mentioned_outside_objects?
         end
 
         private

@@ -34,6 +34,7 @@ module Loadout
         @capture = mode == :capture ? Capture.new(store, key, counters) : nil
         @jobs = []
         @finished = nil
+        @digest = Digest # (a miss names no constant: see Capture#initialize)
       end
 
       # Runs +block+ once, at the end of #run (after this process's compiles): SelfCache writes
@@ -52,7 +53,7 @@ module Loadout
       #: (String, String, Hash[Symbol, untyped], ?Array[Integer]?) -> void
       def enqueue(path, variant, options, identity = nil)
         if @capture
-          @capture.want(path, variant, identity || Digest.identity(path))
+          @capture.want(path, variant, identity || @digest.identity(path))
         else
           paths = (@groups[variant] ||= [options, {}])[1]
           return if paths.key?(path)

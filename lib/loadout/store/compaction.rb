@@ -52,8 +52,9 @@ module Loadout
       # new inode). Returns the new file's LogState (no hint yet: the store writes it once it has
       # adopted the state); on any failure, an interrupt included, the half-written copy goes and
       # the old log stays.
-      #: (LogFile, Index, untyped) -> LogState
-      def run(old, index, evict = nil)
+      # Only records before +judged_below+ (nil: all) are offered to +evict+; later ones are kept.
+      #: (LogFile, Index, untyped, ?Integer?) -> LogState
+      def run(old, index, evict = nil, judged_below = nil)
         remove_stale_temp_files
         tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
@@ -61,7 +62,7 @@ module Loadout
         out = Trust.create_file(tmp, File::RDWR | File::APPEND, @shared)
         renamed = false
         begin
-          map, live, written = copy_live(old, index, out, evict)
+          map, live, written = copy_live(old, index, out, evict, judged_below)
           Format.fdatasync(out)
           File.rename(tmp, @path)
           renamed = true
@@ -89,8 +90,8 @@ module Loadout
       end
 
       # Returns [new map, live bytes, bytes written].
-      def copy_live(old, index, out, evict)
-        kept = kept_records(old, index, evict)
+      def copy_live(old, index, out, evict, judged_below)
+        kept = kept_records(old, index, evict, judged_below)
         buf = Format.file_header(Format::FILE_HEADER_SIZE + kept.sum { |_, packed| packed >> Format::OFFSET_BITS })
         written = 0
         live = 0
@@ -113,14 +114,17 @@ module Loadout
       end
 
       # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values).
-      def kept_records(old, index, evict)
+      def kept_records(old, index, evict, judged_below)
         return index.map.to_a unless evict
 
         read = lambda do |key|
           packed = index.lookup(key)
           packed && old.read_value(key, packed)
         end
-        index.map.reject { |key, packed| evict.call(key, read, packed >> Format::OFFSET_BITS) }
+        judged_below ||= Float::INFINITY
+        index.map.reject do |key, packed|
+          (packed & Format::OFFSET_MASK) < judged_below && evict.call(key, read, packed >> Format::OFFSET_BITS)
+        end
       end
 
       def write_all(io, buf)

@@ -42,6 +42,10 @@ module Loadout
       # after its first write or the compaction that made it (u64; empty in older files).
       FILE_HEADER_KEY = "loadout.store".b.freeze
       FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8
+      # For the methods a cold boot calls once per file: Ruby 3.1 drops every constant cache
+      # whenever a class or module is defined, and each lookup after that allocates.
+      @max_key = MAX_KEY
+      @max_value = MAX_VALUE
 
       module_function
 
@@ -135,7 +139,7 @@ module Loadout
       end
 
       def within_limits?(klen, vlen)
-        klen <= MAX_KEY && vlen <= MAX_VALUE
+        klen <= @max_key && vlen <= @max_value
       end
 
       def check_lengths(klen, vlen)

@@ -35,6 +35,9 @@ module Loadout
         # class or module is defined, which a boot does for nearly every file it loads.
         @native = BACKEND == :native ? Native : nil
         @format = Format
+        @file_class = File
+        @lock_ex = File::LOCK_EX
+        @lock_un = File::LOCK_UN
       end
 
       def writable?
@@ -42,7 +45,7 @@ module Loadout
       end
 
       def size
-        @io.stat.size
+        @io.size # (fstat, without a File::Stat object: a cold boot appends once per file)
       end
 
       # Up to len bytes at off (fewer at EOF); pread never moves a shared file offset, so readers
@@ -70,19 +73,18 @@ module Loadout
       end
 
       def lock
-        @io.flock(File::LOCK_EX)
+        @io.flock(@lock_ex)
       end
 
       def unlock
-        @io.flock(File::LOCK_UN) unless @io.closed?
+        @io.flock(@lock_un) unless @io.closed?
       end
 
       # True when path now names another file (compaction renamed a new one over ours) or none.
+      # File.identical? compares device and inode of both (the descriptor's are the ones we
+      # opened) and builds no Stat object; a path that is gone is not identical.
       def replaced?
-        st = File.stat(@path)
-        st.ino != @ino || st.dev != @dev
-      rescue Errno::ENOENT, Errno::ENOTDIR
-        true
+        !@file_class.identical?(@path, @io)
       end
 
       # Appends buf with one write(2); +at+ is the current end of file (the caller holds the lock

@@ -30,14 +30,17 @@ module Loadout
             with_write_lock do |file|
               packed = @index.lookup(key)
               current = @pending&.key?(key) ? @pending[key] : packed && read_value(key, packed)
-              current = nil if current.equal?(DELETED)
+              current = nil if current.equal?(@deleted)
               value = yield current
-              next false unless value.is_a?(String)
-              next false unless Format.within_limits?(key.bytesize, value.bytesize)
+              next false unless value.is_a?(@string_class)
+              next false unless @format.within_limits?(key.bytesize, value.bytesize)
 
               @pending&.delete(key)
-              buf = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::PUT, key, value.b)
-              write_records(file, buf, [Format::PUT, key, 0, buf.bytesize])
+              value = binary(value)
+              buf = @format.frame_into(@string_class.new(capacity: @record_header + key.bytesize + value.bytesize,
+                                                         encoding: @binary_encoding), @put_flag, key, value)
+              write_records(file, buf, [@put_flag, key, 0, buf.bytesize])
+              buf.clear # freed now: a cold boot claims every file it compiles
               true
             end
           end
@@ -115,7 +118,7 @@ module Loadout
           shift = head.bytesize
           buf = head << buf
         end
-        raise StoreError.new(@path, *Problems.full) if at + buf.bytesize > Format::MAX_LOG
+        raise StoreError.new(@path, *Problems.full) if at + buf.bytesize > @max_log
 
         file.append(buf, at)
         i = 0
@@ -136,9 +139,18 @@ module Loadout
       end
 
       # Compacts the locked +file+ (Compaction#run), adopts the new file and writes its hint.
-      def compact_locked(file, evict)
-        adopt(@compaction.run(file, @index, evict))
+      # +judged_below+: only records before this offset are offered to +evict+ (nil: all).
+      def compact_locked(file, evict, judged_below = nil)
+        adopt(@compaction.run(file, @index, evict, judged_below))
         write_hint
+      end
+
+      # The automatic compaction, when due. Records appended since this process last read the
+      # log whole (#adopt) were written by boots running now, from files they just compiled or
+      # parsed: live by construction, so the evictor judges only the older ones. A cold boot's
+      # sweep at exit (its log grew from nothing) then asks about no record at all.
+      def sweep_if_due(file)
+        compact_locked(file, @compaction.evictor, @settled_end) if @compaction.due?(file, @index, @end)
       end
 
       # Runs a write; I/O errors raise StoreError, or with fail_safe (any error but a ConfigError)
@@ -179,7 +191,7 @@ module Loadout
               entries = []
             end
             write_records(file, buf, entries) unless entries.empty?
-            compact_locked(file, @compaction.evictor) if @compaction.due?(file, @index, @end)
+            sweep_if_due(file)
           end
         end
       end
@@ -197,9 +209,9 @@ module Loadout
 
       # In a forked child, the queue inherited from the parent is the parent's to write.
       def forget_parent_queue
-        return if @pid == Process.pid
+        return if @pid == @process.pid
 
-        @pid = Process.pid
+        @pid = @process.pid
         @pending&.clear
         @reopen_needed = true
       end
@@ -222,6 +234,7 @@ module Loadout
         @file = state.file
         @index = state.index
         @end = state.end
+        @settled_end = state.end # see #sweep_if_due
         @hint_end = state.hint_end
         @newer ||= state.newer
         @foreign ||= state.foreign
