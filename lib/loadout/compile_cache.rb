@@ -42,7 +42,17 @@ module Loadout
       # The stat record of an entry's key, for Freshness (made once: a hit allocates nothing for it).
       def stat_lookup
         keys = Key # (named once: the lookup runs per judgement; see Freshness)
-        @stat_lookup ||= ->(key) { store.get(keys.stat_key(key)) }
+        @stat_lookup ||= lambda do |key|
+          @looked_up = key
+          store.get(@looked_up_stat_key = keys.stat_key(key))
+        end
+      end
+
+      # The stat record key of +key+, to store a new record under: the one the last lookup built
+      # when it was for this very String (a revalidation always looks up first; a CI boot
+      # revalidates every file, so the key is built once per file, not twice).
+      def stat_key(key)
+        @looked_up.equal?(key) ? @looked_up_stat_key : Key.stat_key(key)
       end
 
       # The Writer, made on the first miss (a warm boot never loads it).

@@ -41,7 +41,6 @@ module Loadout
       # call once a class is defined); these stand for them.
       @string = String
       @integer = Integer
-      @keys = Key
 
       class << self
         # The judgement of +blob+ (an entry's bytes) for +path+; see above. +lookup+: nil, or a
@@ -67,7 +66,7 @@ module Loadout
           return result if result.is_a?(@string) # String
 
           verdict, payload, record, moved = result
-          ctx.store.put(@keys.stat_key(key), record) if record && !ctx.readonly
+          ctx.store.put(ctx.stat_key(key), record.freeze) if record && !ctx.readonly # (frozen: queued as is)
           [verdict, payload, moved]
         end
 
