@@ -20,6 +20,7 @@ require_relative "store/failure_policy"
 require_relative "store/opener"
 require_relative "store/compaction"
 require_relative "store/writer"
+require_relative "store/claim"
 require_relative "store/enumeration"
 
 module Loadout
@@ -40,6 +41,7 @@ module Loadout
   #   written; trust_shared_cache: true accepts group-writable files.
   class Store
     include Writer
+    include Claim
     include Enumeration
 
     DELETED = Object.new.freeze # a queued delete in the defer_writes queue
@@ -75,12 +77,8 @@ module Loadout
       @binary_encoding = Encoding::BINARY
       @string_class = String
       # Read once (see LogFile#initialize): claims run once per file a cold boot compiles.
-      @format = Format
-      @put_flag = Format::PUT
-      @record_header = Format::HEADER
-      @max_log = Format::MAX_LOG
-      @deleted = DELETED
-      @process = Process
+      @format, @put_flag, @record_header, @max_log = Format, Format::PUT, Format::HEADER, Format::MAX_LOG
+      @deleted, @process = DELETED, Process
       @policy = FailurePolicy.new(@path, fail_safe, shared)
       @opener = Opener.new(@path, shared, @policy)
       @compaction = Compaction.new(@path, shared)

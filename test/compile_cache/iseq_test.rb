@@ -404,6 +404,31 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
+  # A boot that began on an empty store does not look anything up, until it sees (under the
+  # append lock, at its first capture) that a parallel boot has been storing this app's files:
+  # from then on their entries serve it, as a warm store would.
+  test "capture: a cold boot serves what a parallel boot stored while it ran" do
+    files = { "lib/a.rb" => "puts :a\n", "lib/b.rb" => "puts :b\n" }
+    with_app(files) do |app, store|
+      FileUtils.mkdir_p(File.dirname(store))
+      opened = File.join(File.dirname(store), "late-opened")
+      done = File.join(File.dirname(store), "early-done")
+      late_code = "File.write(#{opened.dump}, '')\n" \
+                  "sleep 0.01 until File.exist?(#{done.dump})\n" \
+                  "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')"
+      late = Thread.new { boot(app, store, late_code, miss_compile: :capture) }
+      sleep 0.01 until File.exist?(opened) # its store was empty when it opened it
+      early = boot(app, store, "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')", miss_compile: :capture)
+      File.write(done, "")
+      late = late.value
+      assert_equal 2, early.count(:iseq, :compiles)
+      assert_equal ["a\nb\n", "a\nb\n"], [early.stdout, late.stdout]
+      # a.rb: a miss (nothing seen yet), its capture finds early's entry and skips to_binary;
+      # b.rb: served from early's entry.
+      assert_equal [1, 1, 0], [late.count(:iseq, :misses), late.count(:iseq, :hits), late.count(:iseq, :compiles)]
+    end
+  end
+
   test "a boot on an empty store looks nothing up, and serves what it compiled once the queue ran" do
     files = { "lib/a.rb" => "puts [:a, __FILE__].inspect\n", "lib/b.rb" => "puts [:b, __LINE__].inspect\n" }
     with_app(files) do |app, store|

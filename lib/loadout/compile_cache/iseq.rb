@@ -5,6 +5,7 @@ require_relative "entry"
 require_relative "iseq_binary"
 require_relative "writer"
 require_relative "lazy_hook"
+require_relative "iseq_build"
 
 module Loadout
   module CompileCache
@@ -13,11 +14,11 @@ module Loadout
     #
     # - hit: the stored binary (checked against its digest, then relocated if the checkout
     #   moved) goes through load_from_binary;
-    # - miss, stale or corrupt: Ruby compiles, and the Writer stores a binary after the boot;
+    # - miss, stale or corrupt: Ruby compiles, and the Writer stores that compile (Capture);
     # - while Coverage runs, nothing is served (coverage needs Ruby's own compile).
     #
-    # Stored binaries are compiled with compile_file and the options in force, then get Ruby's
-    # own top-level labels (see ISeqBinary), and are loaded once before being stored.
+    # ISeq.build (iseq_build.rb) compiles a file for the store itself: `loadout precompile` and
+    # the :exit miss mode.
     module ISeq # :nodoc:
       LETTER = "i"
       TOP_LABEL = "<top (required)>"
@@ -29,17 +30,6 @@ module Loadout
       handler = self
       Hook.send(:define_method, :load_iseq) do |path|
         handler.fetch(path) || (defined?(super) ? super(path) : nil)
-      end
-
-      # Collects warnings while ISeq.build compiles (only on the thread that asked).
-      module WarningCapture
-        def warn(message, *args, **kw)
-          captured = Thread.current[:__loadout_warnings]
-          return super unless captured
-
-          captured << message
-          nil
-        end
       end
 
       # Keeps the variant in step with RubyVM::InstructionSequence.compile_option=.
@@ -67,9 +57,11 @@ module Loadout
         def install!(ctx)
           @ctx = ctx
           # An empty store (a first boot, a CI run without a restored cache) answers every
-          # lookup with "no": until this process writes entries itself, a fetch skips the key
-          # and the lookup and only queues the file, so a cold boot costs what plain Ruby costs.
+          # lookup with "no": until this process writes entries itself, or sees another boot
+          # write some (parallel boots on one cache: theirs may serve the rest), a fetch skips
+          # the key and the lookup and only queues the file: a cold boot costs what plain Ruby does.
           @cold = ctx.store.respond_to?(:size) && ctx.store.size.zero? && !ctx.readonly
+          @others = ctx.store.respond_to?(:grown_by_others?) ? ctx.store : nil
           ctx.writer.on_finish { @cold = false } if @cold
           options_changed
           return if @hooked
@@ -94,7 +86,11 @@ module Loadout
           ctx = @ctx or return nil
           @lazy_hook.poll if @lazy_hook.waiting?
           return skip(ctx, path, :coverage) if coverage_running?
-          return miss(ctx, :miss, path) if @cold
+          if @cold
+            return miss(ctx, :miss, path) unless @others&.grown_by_others?
+
+            @cold = false
+          end
 
           key = ctx.key.for("i", @variant, path) # LETTER
           blob = ctx.store.get(key)
@@ -139,61 +135,7 @@ module Loadout
           nil
         end
 
-        # The bytes to store for +path+: an entry with the binary, or a negative entry when Ruby
-        # must compile the file itself (syntax error, a source we cannot relabel safely).
-        # nil when the file cannot be read.
-        #: (String, Hash[Symbol, untyped]) -> String?
-        def build(path, options)
-          identity = Digest.identity(path) or return nil
-          verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
-          # Only a regular file, read from a descriptor opened non-blocking and checked with fstat:
-          # a FIFO in the queue (a program that loads one) never blocks the compiler. compile_file
-          # opens the path again; a file swapped for a FIFO in between is what the worker's hard
-          # time limit is for.
-          source = Trust.read_source(path) or return nil
-          digest = Digest.xxh64(source)
-          negative = ->(why) { Entry.dump(Entry::NEGATIVE, identity, verified, digest, why.to_s) }
-          # A literal "<main>" is the same object as the label it would be renamed with.
-          return negative.call(:label_literal) if source.include?("<main>")
-
-          begin
-            iseq, warned = compile_watching_warnings(path, options, true)
-            # Ruby prints parse warnings each time it compiles the file; a cached ISeq would not.
-            # Warnings shown at the default level make the file Ruby's to compile; warnings shown
-            # only under -w make it Ruby's only in processes that run with -w.
-            return negative.call(:compile_warnings) if warned && compile_watching_warnings(path, options, false)[1]
-          rescue SyntaxError, ScriptError
-            return negative.call(:syntax_error)
-          end
-          binary = ISeqBinary.rewrite(iseq.to_binary, {}, labels: true)
-          return negative.call(:format) unless binary && loads_as?(binary, iseq)
-
-          flags = Entry::RAW
-          flags |= Entry::VERBOSE_WARNINGS if warned
-          # A path the source spells out, or one folded into a longer literal, cannot be moved.
-          paths = [iseq.path, iseq.absolute_path.to_s]
-          if paths.any? { |p| source.include?(p.b) } || ISeqBinary.mentioned_outside_objects?(binary, paths)
-            flags |= Entry::PINNED_PATH
-          end
-          Entry.dump(flags, identity, verified, digest, binary, path: iseq.path, realpath: iseq.absolute_path.to_s)
-        rescue SystemCallError, IOError
-          nil
-        end
-
         private
-
-        # Compiles at the given $VERBOSE level and reports whether the parser warned. Warnings go
-        # to a capture, not to stderr.
-        def compile_watching_warnings(path, options, level)
-          Warning.singleton_class.prepend(WarningCapture) unless Warning.singleton_class.include?(WarningCapture)
-          verbose = $VERBOSE
-          captured = Thread.current[:__loadout_warnings] = []
-          $VERBOSE = level
-          [RubyVM::InstructionSequence.compile_file(path, options), !captured.empty?]
-        ensure
-          $VERBOSE = verbose
-          Thread.current[:__loadout_warnings] = nil
-        end
 
         def coverage_running?
           return false unless defined?(::Coverage)
@@ -238,13 +180,6 @@ module Loadout
           ISeqBinary.rewrite(payload, replacements)
         rescue SystemCallError
           nil
-        end
-
-        def loads_as?(binary, iseq)
-          loaded = RubyVM::InstructionSequence.load_from_binary(binary)
-          loaded.label == TOP_LABEL && loaded.path == iseq.path && loaded.absolute_path == iseq.absolute_path
-        rescue StandardError
-          false
         end
       end
     end

@@ -30,6 +30,13 @@ module Loadout
         self
       end
 
+      # True once this process has found records another process appended (read under the
+      # append lock, before each of its own writes): a boot that began on an empty store learns
+      # that a parallel boot is filling it.
+      def grown_by_others? #: () -> bool
+        @grown_by_others == true
+      end
+
       #: () -> Integer
       def size
         @mutex.synchronize do

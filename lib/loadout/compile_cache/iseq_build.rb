@@ -1,0 +1,88 @@
+# frozen_string_literal: true
+
+module Loadout
+  module CompileCache
+    module ISeq # :nodoc:
+      # ISeq.build: compiles a file for the store itself (`loadout precompile`, the :exit
+      # miss mode), where the boot path (iseq.rb) stores what Ruby compiled. compile_file names
+      # the top level "<main>", so the binary gets Ruby's own labels (ISeqBinary) and is loaded
+      # once before it is stored.
+
+      # Collects warnings while ISeq.build compiles (only on the thread that asked).
+      module WarningCapture
+        def warn(message, *args, **kw)
+          captured = Thread.current[:__loadout_warnings]
+          return super unless captured
+
+          captured << message
+          nil
+        end
+      end
+
+      class << self
+        # The bytes to store for +path+: an entry with the binary, or a negative entry when Ruby
+        # must compile the file itself (syntax error, a source we cannot relabel safely).
+        # nil when the file cannot be read.
+        #: (String, Hash[Symbol, untyped]) -> String?
+        def build(path, options)
+          identity = Digest.identity(path) or return nil
+          verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+          # Only a regular file, read from a descriptor opened non-blocking and checked with fstat:
+          # a FIFO in the queue (a program that loads one) never blocks the compiler. compile_file
+          # opens the path again; a file swapped for a FIFO in between is what the worker's hard
+          # time limit is for.
+          source = Trust.read_source(path) or return nil
+          digest = Digest.xxh64(source)
+          negative = ->(why) { Entry.dump(Entry::NEGATIVE, identity, verified, digest, why.to_s) }
+          # A literal "<main>" is the same object as the label it would be renamed with.
+          return negative.call(:label_literal) if source.include?("<main>")
+
+          begin
+            iseq, warned = compile_watching_warnings(path, options, true)
+            # Ruby prints parse warnings each time it compiles the file; a cached ISeq would not.
+            # Warnings shown at the default level make the file Ruby's to compile; warnings shown
+            # only under -w make it Ruby's only in processes that run with -w.
+            return negative.call(:compile_warnings) if warned && compile_watching_warnings(path, options, false)[1]
+          rescue SyntaxError, ScriptError
+            return negative.call(:syntax_error)
+          end
+          binary = ISeqBinary.rewrite(iseq.to_binary, {}, labels: true)
+          return negative.call(:format) unless binary && loads_as?(binary, iseq)
+
+          flags = Entry::RAW
+          flags |= Entry::VERBOSE_WARNINGS if warned
+          # A path the source spells out, or one folded into a longer literal, cannot be moved.
+          paths = [iseq.path, iseq.absolute_path.to_s]
+          if paths.any? { |p| source.include?(p.b) } || ISeqBinary.mentioned_outside_objects?(binary, paths)
+            flags |= Entry::PINNED_PATH
+          end
+          Entry.dump(flags, identity, verified, digest, binary, path: iseq.path, realpath: iseq.absolute_path.to_s)
+        rescue SystemCallError, IOError
+          nil
+        end
+
+        private
+
+        # Compiles at the given $VERBOSE level and reports whether the parser warned. Warnings go
+        # to a capture, not to stderr.
+        def compile_watching_warnings(path, options, level)
+          Warning.singleton_class.prepend(WarningCapture) unless Warning.singleton_class.include?(WarningCapture)
+          verbose = $VERBOSE
+          captured = Thread.current[:__loadout_warnings] = []
+          $VERBOSE = level
+          [RubyVM::InstructionSequence.compile_file(path, options), !captured.empty?]
+        ensure
+          $VERBOSE = verbose
+          Thread.current[:__loadout_warnings] = nil
+        end
+
+        def loads_as?(binary, iseq)
+          loaded = RubyVM::InstructionSequence.load_from_binary(binary)
+          loaded.label == TOP_LABEL && loaded.path == iseq.path && loaded.absolute_path == iseq.absolute_path
+        rescue StandardError
+          false
+        end
+      end
+    end
+  end
+end
