@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Loadout
-  # Finds the application root when none is given, the same way for `require "loadout/setup"`
+  # Finds the application root when none is given, the same way for the loadout/setup entry point
   # and `Loadout.setup` without root:, so that the app booted from another working directory
   # (cron, systemd, `ruby /app/bin/job`) keeps its cache keys:
   #

@@ -43,8 +43,9 @@ module Loadout
       def stat_lookup
         keys = Key # (named once: the lookup runs per judgement; see Freshness)
         @stat_lookup ||= lambda do |key|
-          @looked_up = key
-          store.get(@looked_up_stat_key = keys.stat_key(key))
+          # One ivar for the pair: a thread that reads it sees a key with its own stat key.
+          looked_up = @looked_up = [key, keys.stat_key(key)]
+          store.get(looked_up[1])
         end
       end
 
@@ -52,7 +53,8 @@ module Loadout
       # when it was for this very String (a revalidation always looks up first; a CI boot
       # revalidates every file, so the key is built once per file, not twice).
       def stat_key(key)
-        @looked_up.equal?(key) ? @looked_up_stat_key : Key.stat_key(key)
+        looked_up = @looked_up
+        looked_up && looked_up[0].equal?(key) ? looked_up[1] : Key.stat_key(key)
       end
 
       # The Writer, made on the first miss (a warm boot never loads it).

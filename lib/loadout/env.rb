@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 # The environment's settings for loadout: the only place that reads LOADOUT_* variables (README
-# "Configuration" lists every one of them). Requiring it does nothing: `require "loadout/setup"`
+# "Configuration" lists every one of them). Requiring it does nothing: the loadout/setup entry point
 # sets up with it, and the CLI reads the same settings without setting up its own process.
 
 require_relative "../loadout"

@@ -417,9 +417,15 @@ class CompileCacheISeqTest < Minitest::Test
                   "sleep 0.01 until File.exist?(#{done.dump})\n" \
                   "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')"
       late = Thread.new { boot(app, store, late_code, miss_compile: :capture) }
-      sleep 0.01 until File.exist?(opened) # its store was empty when it opened it
-      early = boot(app, store, "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')", miss_compile: :capture)
-      File.write(done, "")
+      begin
+        deadline = Time.now + 120
+        sleep 0.01 until File.exist?(opened) || !late.alive? || Time.now > deadline
+        assert File.exist?(opened), "the late boot never opened its store"
+        # Its store was empty when it opened it; now the early boot stores both files.
+        early = boot(app, store, "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')", miss_compile: :capture)
+      ensure
+        File.write(done, "") # the late boot goes on whatever happened here
+      end
       late = late.value
       assert_equal 2, early.count(:iseq, :compiles)
       assert_equal ["a\nb\n", "a\nb\n"], [early.stdout, late.stdout]
