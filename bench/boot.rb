@@ -19,12 +19,15 @@
 # allocated and its GC count. --parallel adds N = 1, 4 and 8 cold boots started at once on one
 # empty cache dir (parallel test workers on one CI machine): wall until the last one ends, the
 # CPU of all of them and of whatever they started, the store's size after, and whether every
-# boot loaded what plain Ruby loads.
+# boot loaded what plain Ruby loads. --bundler (so --large) also boots the floor of any cache
+# (bench/support/boot_floor.rb): floor_warm, floor_lp_warm and floor_cold, the same app with every
+# path, ISeq and data value handed over from memory for free, to show how far a cache can go.
 #
 # Writes bench/results/boot-<date>.md. Last line:
 # bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
 #             loadout_warm_s=N loadout_ci_s=N features_equal=true|false loadout_warm_objects=N
-#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N   (medians, one line)
+#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N
+#             [floor_warm_s=N floor_lp_warm_s=N floor_cold_s=N]   (medians, one line)
 
 require "optparse"
 require "fileutils"
@@ -90,6 +93,10 @@ unless File.exist?(marker)
                                         bundler: opts[:bundler]).generate
   File.write(marker, "")
 end
+# An app generated before its entry point last changed gets the current one (same tree otherwise).
+entry = File.join(app, "boot.rb")
+entry_source = Loadout::Bench::AppGenerator.entry_point(bundler: opts[:bundler])
+File.write(entry, entry_source) unless File.read(entry) == entry_source
 rb_files = Dir.glob(File.join(app, "**/*.rb")).size
 
 bs = bootsnap_env
@@ -97,6 +104,8 @@ ZEITWERK = opts[:bundler] ? Bench.gem_paths("zeitwerk") : []
 # Single-layer scenarios keep caches of their own: "<mode>_lp" (load-path cache only), "_cc".
 CACHES = %w[bootsnap loadout bootsnap_lp loadout_lp bootsnap_cc loadout_cc]
          .to_h { |m| [m, File.join(app, "tmp/cache-#{m}")] }.freeze
+# The floor scenarios' recording (bench/support/boot_floor.rb), made once per run by "floor_learn".
+FLOOR_FILE = File.join(app, "tmp/floor.marshal")
 BASE_ENV = ENV.keys.grep(/\A(BUNDLE|BUNDLER|RUBYOPT|RUBYLIB|LOADOUT_|BOOTSNAP_|DISABLE_BOOTSNAP|GEM_HOME)/)
               .to_h { |k| [k, nil] }.merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"]).freeze
 
@@ -114,6 +123,10 @@ def env_for(mode, bs, dev)
   tool, layers = mode.split("_")
   env = BASE_ENV.merge("BENCH_MODE" => tool, "BENCH_DEV" => dev ? "1" : "0", "BENCH_LAYERS" => layers || "all")
   env["BENCH_CACHE"] = CACHES[mode] if CACHES[mode]
+  if tool == "floor" # "floor_learn", "floor_warm", "floor_lp_warm", "floor_cold": the phase rides in the mode
+    env.merge!("BENCH_FLOOR_PHASE" => layers, "BENCH_FLOOR_LIB" => File.join(__dir__, "support/boot_floor.rb"),
+               "BENCH_CACHE" => FLOOR_FILE)
+  end
   env["GEM_PATH"] = bs[:gem_path] if tool == "bootsnap" && bs
   env
 end
@@ -151,8 +164,11 @@ def touch_all(app, stamp)
 end
 
 LAYERED = %w[bootsnap_lp_warm loadout_lp_warm bootsnap_cc_warm loadout_cc_warm].freeze
+# What a cache doing its job for free would cost: warm, the load-path part alone (warm), and cold
+# (bench/support/boot_floor.rb).
+FLOORS = %w[floor_warm floor_lp_warm floor_cold].freeze
 SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
-             (opts[:bundler] ? LAYERED : [])).freeze
+             (opts[:bundler] ? LAYERED + FLOORS : [])).freeze
 times = Hash.new { |h, k| h[k] = [] }
 cpus = Hash.new { |h, k| h[k] = [] }
 objects = Hash.new { |h, k| h[k] = [] }
@@ -163,8 +179,8 @@ reference = nil
 features_equal = true
 stamp = Time.now - 86_400
 
-# "loadout_lp_warm" -> "loadout_lp"; "loadout_warm" -> "loadout".
-mode_of = ->(scenario) { scenario.sub(/_(cold|warm|ci)\z/, "") }
+# "loadout_lp_warm" -> "loadout_lp"; "loadout_warm" -> "loadout"; a floor scenario is its own mode.
+mode_of = ->(scenario) { FLOORS.include?(scenario) ? scenario : scenario.sub(/_(cold|warm|ci)\z/, "") }
 run = lambda do |scenario, **kw|
   mode = mode_of.(scenario)
   return if mode.start_with?("bootsnap") && !bs
@@ -207,6 +223,7 @@ LAYERED.each do |scenario|
   FileUtils.rm_rf(CACHES[mode_of.(scenario)])
   2.times { boot(app, mode_of.(scenario), bs, opts[:dev]) }
 end
+boot(app, "floor_learn", bs, opts[:dev]) if SCENARIOS.include?("floor_warm")
 opts[:rounds].times do |round|
   SCENARIOS.each do |scenario|
     mode = mode_of.(scenario)
@@ -216,7 +233,7 @@ opts[:rounds].times do |round|
     boot(app, mode, bs, opts[:dev]) if LAYERED.include?(scenario)
     case phase
     when "cold"
-      FileUtils.rm_rf(CACHES[mode])
+      FileUtils.rm_rf(CACHES[mode]) if CACHES[mode]
       settle.call
     when "ci"
       stamp += 60
@@ -232,7 +249,8 @@ end
 # Optional per-scenario syscall and instruction counts (one extra boot each, untimed).
 def probe_state(app, scenario, stamp)
   phase = scenario[/(cold|warm|ci)\z/]
-  FileUtils.rm_rf(CACHES[scenario.sub(/_(cold|warm|ci)\z/, "")]) if phase == "cold"
+  cache = CACHES[scenario.sub(/_(cold|warm|ci)\z/, "")]
+  FileUtils.rm_rf(cache) if phase == "cold" && cache
   touch_all(app, stamp) if phase == "ci"
 end
 
@@ -314,7 +332,7 @@ round_ratio = lambda do |a, b, series|
   pairs = series[a].zip(series[b]).select { |x, y| x && y&.positive? }
   pairs.empty? ? "n/a" : format("%.2fx", median(pairs.map { |x, y| x / y }))
 end
-peer_of = ->(s) { s.start_with?("loadout") ? s.sub("loadout", "bootsnap") : nil }
+peer_of = ->(s) { s.start_with?("loadout", "floor") ? s.sub(/\A(loadout|floor)/, "bootsnap") : nil }
 date = Time.now.utc.strftime("%Y-%m-%d")
 out = opts[:out] || File.join(ROOT, "bench/results/boot-#{date}.md")
 lines = []
@@ -370,4 +388,6 @@ puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["boot
      "loadout_cold_s=#{fmt.(med["loadout_cold"])} loadout_warm_s=#{fmt.(med["loadout_warm"])} " \
      "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal} " \
      "loadout_warm_objects=#{med_obj["loadout_warm"] || "n/a"} bootsnap_warm_objects=#{med_obj["bootsnap_warm"] || "n/a"} " \
-     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"}"
+     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"}" \
+     "#{" floor_warm_s=#{fmt.(med["floor_warm"])} floor_lp_warm_s=#{fmt.(med["floor_lp_warm"])} " \
+        "floor_cold_s=#{fmt.(med["floor_cold"])}" if med["floor_warm"]}"

@@ -291,6 +291,9 @@ module Loadout
           require "loadout"
           Loadout.setup(cache_dir: cache, root: app, development_mode: ENV["BENCH_DEV"] == "1",
                         load_path_cache: layers != "cc", compile_cache: layers != "lp")
+        when "floor" # what a cache doing its job for free would cost: bench/support/boot_floor.rb
+          load ENV.fetch("BENCH_FLOOR_LIB")
+          BootFloor.start(ENV.fetch("BENCH_FLOOR_PHASE"), cache)
         end
         require "zeitwerk"
         require "yaml"
@@ -310,6 +313,11 @@ module Loadout
         puts "stats objects=#{GC.stat(:total_allocated_objects)} gc=#{GC.count}"
       RUBY
       private_constant :BUNDLER_BOOT
+
+      # The entry point generate writes (bench/boot.rb refreshes an older app's with it).
+      def self.entry_point(bundler:)
+        bundler ? BUNDLER_BOOT : BOOT
+      end
     end
   end
 end
