@@ -45,8 +45,7 @@ module BootFloor
       end
       original.bind_call(receiver, feature)
     end
-    record = ->(path, value) { values[File.expand_path(path)] = Marshal.dump(value) }
-    on_load_file(:learn) { |mod, path, value| record.call(path, value) if [YAML, JSON].include?(mod) }
+    on_load_file(:learn) { |_mod, path, value| values[File.expand_path(path)] = Marshal.dump(value) }
     at_exit do
       iseqs = $LOADED_FEATURES.grep(/\.rb\z/).select { |path| File.absolute_path?(path) }.to_h do |path|
         [path, RubyVM::InstructionSequence.compile_file(path).to_binary]
