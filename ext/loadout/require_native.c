@@ -43,9 +43,11 @@ enum {
 static VALUE lo_state = Qnil;    /* the LoadPath::State while active, else nil */
 static VALUE lo_table = Qnil;    /* its current Table */
 static VALUE lo_snapshot = Qnil; /* shares $LOAD_PATH's buffer while $LOAD_PATH is unchanged */
+static VALUE lo_pending = Qnil;  /* the snapshot of the table being built; lo_snapshot once active */
+static int lo_pending_set;
 static VALUE lo_load_path = Qnil;
 static VALUE lo_cwd = Qnil;      /* the cwd the table's relative entries were expanded in, or nil */
-static int lo_busy;              /* a call back into the state is running */
+static int lo_busy;              /* how many calls back into the state are running (any thread) */
 static int lo_instrument;        /* emit an event per require */
 static unsigned long lo_counters[LO_C_COUNT];
 static ID id_refresh, id_miss, id_stale, id_event, id_at_path;
@@ -112,9 +114,9 @@ callback(ID mid, int argc, VALUE a, VALUE b, VALUE c)
 {
     struct callback cb = { mid, argc, { a, b, c } };
     int state = 0;
-    lo_busy = 1;
+    lo_busy++;
     VALUE result = rb_protect(do_callback, (VALUE)&cb, &state);
-    lo_busy = 0;
+    lo_busy--;
     if (state) {
         VALUE err = rb_errinfo();
         rb_set_errinfo(Qnil);
@@ -364,12 +366,23 @@ lo_require(VALUE self, VALUE fname)
 /* Loadout::Native.lp_activate(state, table, cwd): the hook answers from +table+ (built in
  * +cwd+ when it holds relative entries, else nil) and calls +state+ back; a nil state means
  * plain require again. The state calls lp_snapshot
- * before it reads $LOAD_PATH, so a change made while it builds the table is seen next time. */
+ * before it reads $LOAD_PATH, so a change made while it builds the table is seen next time.
+ * That snapshot becomes the one the hook compares with only here, together with its table:
+ * a thread that requires while another builds a table (Ruby may switch threads inside
+ * rb_feature_provided, past the busy check: Ruby 3.4 does) sees the old table with the old
+ * snapshot, so it refreshes too, never the old table with the new snapshot (a LoadError for a
+ * feature the new entries hold). */
 static VALUE
 native_lp_activate(VALUE self, VALUE state, VALUE table, VALUE cwd)
 {
     if (!NIL_P(table)) lo_lp_index_get(table); /* type check */
     if (!NIL_P(cwd)) StringValue(cwd);
+    if (!NIL_P(table) && lo_pending_set) {
+        VALUE built_from = lo_pending;
+        lo_pending = lo_snapshot;
+        lo_snapshot = built_from;
+        lo_pending_set = 0;
+    }
     lo_table = table;
     lo_cwd = cwd;
     lo_state = state;
@@ -379,7 +392,8 @@ native_lp_activate(VALUE self, VALUE state, VALUE table, VALUE cwd)
 static VALUE
 native_lp_snapshot(VALUE self)
 {
-    rb_ary_replace(lo_snapshot, lo_load_path);
+    rb_ary_replace(lo_pending, lo_load_path);
+    lo_pending_set = 1;
     return Qnil;
 }
 
@@ -447,9 +461,11 @@ lo_require_native_init(VALUE mNative)
     lo_dlext_len = strlen(lo_dlext);
     lo_load_path = rb_gv_get("$LOAD_PATH");
     lo_snapshot = rb_ary_tmp_new(0);
+    lo_pending = rb_ary_tmp_new(0);
     rb_gc_register_address(&lo_state);
     rb_gc_register_address(&lo_table);
     rb_gc_register_address(&lo_snapshot);
+    rb_gc_register_address(&lo_pending);
     rb_gc_register_address(&lo_load_path);
     rb_gc_register_address(&lo_cwd);
 

@@ -13,7 +13,8 @@
 # The app lives in tmp/rails_app/<digest of this file, the template, the Gemfile and lock, the
 # repo path and Ruby's version>, reused while those do not change (a fresh clone generates it).
 #
-#   ruby test/rails/generate_app.rb      # prints the app's path, generating it when needed
+#   ruby test/rails/generate_app.rb            # prints the app's path, generating it when needed
+#   ruby test/rails/generate_app.rb --gemfile  # prints the Gemfile this Ruby uses (bin/setup-deps)
 require "digest"
 require "fileutils"
 require "open3"
@@ -21,7 +22,10 @@ require "rbconfig"
 
 module RailsAppGenerator
   REPO = File.expand_path("../..", __dir__)
-  GEMFILE = File.join(__dir__, "Gemfile")
+  # One lock per Ruby range: 3.1-3.3 use Gemfile; from 3.4 on, the nokogiri and sqlite3 of that
+  # lock do not install (their x86_64-linux gems require Ruby < 3.4), Gemfile.ruby34 takes lines
+  # that do.
+  GEMFILE = File.join(__dir__, RUBY_VERSION >= "3.4" ? "Gemfile.ruby34" : "Gemfile")
   TEMPLATE = File.join(__dir__, "app_template")
   BUNDLE_PATH = File.join(REPO, "vendor/rails-bundle")
   APPS_DIR = File.join(REPO, "tmp/rails_app")
@@ -176,4 +180,6 @@ module RailsAppGenerator
   end
 end
 
-puts RailsAppGenerator.path if $PROGRAM_NAME == __FILE__
+if $PROGRAM_NAME == __FILE__
+  puts ARGV == ["--gemfile"] ? RailsAppGenerator::GEMFILE : RailsAppGenerator.path
+end
