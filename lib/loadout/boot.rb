@@ -87,8 +87,12 @@ module Loadout
           # The index resolves features the way CRuby's require does; other engines load some
           # features their own way (JRuby: `require "x.jar"`, Java extensions), where the index
           # would hand them a wrong answer. Off CRuby, the engine requires as usual.
-          "the index follows CRuby's require; #{RUBY_ENGINE} requires as usual" unless RUBY_ENGINE == "ruby"
+          return "the index follows CRuby's require; #{RUBY_ENGINE} requires as usual" unless RUBY_ENGINE == "ruby"
+
+          BOX_OFF if boxes?
         when :iseq
+          return BOX_OFF if boxes?
+
           cache = component(:CompileCache)
           if cache.respond_to?(:supported?) && !cache.supported?(:iseq)
             "no RubyVM::InstructionSequence binary format on #{RUBY_ENGINE} #{RUBY_VERSION}"
@@ -111,6 +115,19 @@ module Loadout
         nil
       end
 
+      # Ruby::Box (Ruby 4.0, RUBY_BOX=1): every require, the main program's too, goes through
+      # Ruby::Box::Loader, which loads without calling the methods loadout hooks (Kernel#require,
+      # RubyVM::InstructionSequence.load_iseq), and each box has its own $LOAD_PATH and
+      # $LOADED_FEATURES. The index and the ISeq cache would never be asked: they stay off, and
+      # setup says so once (an app that turned boxes on would otherwise see no speed-up and no
+      # reason). The YAML and JSON caches hook the libraries' methods, which boxes do call.
+      def boxes? #: () -> bool
+        defined?(::Ruby::Box) && ::Ruby::Box.respond_to?(:enabled?) && ::Ruby::Box.enabled? ? true : false
+      end
+
+      BOX_OFF = "Ruby::Box is enabled (RUBY_BOX=1): requires go through the box loader, which loadout's hooks never see"
+      private_constant :BOX_OFF
+
       private
 
       def diff(old, new)
@@ -122,6 +139,7 @@ module Loadout
       # loadout's required after it) come from the cache instead of being compiled on every
       # boot: 1% fewer instructions on a warm 470-file boot (callgrind, fresh caches).
       def install_components(config)
+        warn_boxes(config) if boxes?
         install_compile_cache(config) if config.compile_cache?
         return unless config.load_path_cache
         if (why = unsupported(:load_path))
@@ -150,6 +168,18 @@ module Loadout
                        json: kinds[:json] || false, readonly: config.readonly || !@store.writable?,
                        trust: config.compile_cache_trust, roots: config.roots)
         end
+      end
+
+      # The one warning of a boot under Ruby::Box: what is off, and why.
+      def warn_boxes(config)
+        off = []
+        off << "the load path index" if config.load_path_cache
+        off << "the ISeq cache" if config.compile_cache.include?(:iseq)
+        return if off.empty?
+
+        on = config.compile_cache & %i[yaml json]
+        warn "loadout: Ruby::Box is enabled (RUBY_BOX=1): #{off.join(" and ")} stay off, since requires in boxes " \
+             "bypass them; #{on.empty? ? "nothing else is on" : "the #{on.map(&:upcase).join(" and ")} #{on.size > 1 ? "caches stay" : "cache stays"} on"}"
       end
 
       def turn_off(component, reason)

@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "loadout/compile_cache"
+require "support/ruby_facts"
 
 class CompileCacheISeqBinaryTest < Minitest::Test
   ISeqBinary = Loadout::CompileCache::ISeqBinary
@@ -41,11 +42,20 @@ class CompileCacheISeqBinaryTest < Minitest::Test
       iseq = RubyVM::InstructionSequence.load_from_binary(moved)
       assert_equal [two, two, "<top (required)>"], [iseq.path, iseq.absolute_path, iseq.label]
 
+      # What Ruby itself shows for that file loaded from source (backtrace labels differ between
+      # versions: 3.4 writes 'Object#fail_here' where 3.3 wrote `fail_here').
+      load two
+      own = $trace
+      Object.send(:remove_const, :HERE)
+      Object.send(:remove_method, :fail_here)
+      assert_match(/fail_here/, own[0][0])
+
       here, found_dir, trace = run_loaded(iseq)
       assert_equal two, here
       assert_equal File.dirname(two), found_dir
-      assert_equal ["#{two}:2:in `fail_here'", "#{two}:7:in `block in <top (required)>'"], trace[0]
-      assert_equal [[two, "rescue in block in <top (required)>"], [two, "block in <top (required)>"]], trace[1]
+      assert_equal own[0], trace[0]
+      assert_equal own[1], trace[1]
+      assert_equal [two, two], trace[1].map(&:first)
     end
   ensure
     Object.send(:remove_const, :HERE) if Object.const_defined?(:HERE)
@@ -76,7 +86,8 @@ class CompileCacheISeqBinaryTest < Minitest::Test
     cases = {
       "$h = __FILE__\n" => false,                     # the path object itself
       "$d = __dir__\n" => false,
-      "$s = \"\#{__FILE__}:1\"\n" => true,             # folded by the parser: "<path>:1"
+      # parse.y folds it into one literal "<path>:1"; Prism (3.4's default parser) does not.
+      "$s = \"\#{__FILE__}:1\"\n" => Loadout::TestSupport::RubyFacts.folds_file_into_literals?,
       "$s = 'x'\n" => false,
     }
     with_files([["m/x.rb", ""]]) do |dir|

@@ -5,6 +5,7 @@ require "fileutils"
 require "loadout/store"
 require "loadout/compile_cache"
 require "support/compile_cache_boot"
+require "support/ruby_facts"
 
 # Every test boots real child Rubies: the ISeq cache only acts inside require.
 class CompileCacheISeqTest < Minitest::Test
@@ -237,15 +238,18 @@ class CompileCacheISeqTest < Minitest::Test
       assert_same_output plain_boot(body_for(moved)), served
       assert_includes served.stdout, "#{moved}/lib/file_line.rb"
       assert_includes served.stdout, "at #{moved}/lib/folded_file.rb:1"
-      # folded_file.rb spells its path inside a longer literal: recompiled, never rewritten.
-      assert_equal [CACHED - 1, 1], [served.count(:iseq, :hits), served.stats[:iseq][:reasons][:relocation]]
+      # Where the parser folds folded_file.rb's path into a longer literal (parse.y; not Prism),
+      # that file is recompiled, never rewritten.
+      folded = Loadout::TestSupport::RubyFacts.folds_file_into_literals? ? 1 : 0
+      assert_equal [CACHED - folded, folded],
+                   [served.count(:iseq, :hits), served.stats[:iseq][:reasons][:relocation].to_i]
 
       copied = File.join(parent, "copied")
       FileUtils.cp_r(moved, copied) # new inodes and ctimes: revalidated by digest
       first = boot(copied, store)
       assert_same_output plain_boot(body_for(copied)), first
-      assert_equal CACHED - 1, first.count(:iseq, :revalidated)
-      assert_equal 1, first.count(:iseq, :compiles) # folded_file.rb, for its new path
+      assert_equal CACHED - folded, first.count(:iseq, :revalidated)
+      assert_equal folded, first.count(:iseq, :compiles) # folded_file.rb, for its new path
       second = boot(copied, store)
       assert_same_output plain_boot(body_for(copied)), second
       assert_equal [CACHED, 0], [second.count(:iseq, :hits), second.count(:iseq, :compiles)]

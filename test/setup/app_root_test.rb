@@ -7,6 +7,8 @@ require_relative "../integration/app_helper"
 # from the working directory: the same app booted from another directory (cron, systemd,
 # `ruby /app/bin/job`) keeps its cache; a deleted working directory never raises.
 class AppRootTest < Minitest::Test
+  # What the apps' config/settings.yml loads as ("a: 1\nb: [x, y]\n").
+  SETTINGS = { "a" => 1, "b" => %w[x y] }.freeze
   include Loadout::TestSupport::App
 
   # bin/job: Loadout.setup without root:, then app files and a YAML file; prints the root and
@@ -57,7 +59,7 @@ class AppRootTest < Minitest::Test
         job(app, app, env) # warm: records the revalidation stats, if any
         out = job(app, elsewhere, env)
         assert_includes out, "root=#{app}\n"
-        assert_includes out, "settings={\"a\"=>1, \"b\"=>[\"x\", \"y\"]}\n"
+        assert_includes out, "settings=#{SETTINGS.inspect}\n" # (Hash#inspect spells it per Ruby: 3.4 adds spaces)
         # Served from the cache (hit, or revalidated: files this young are inside the racy window).
         served = /\A(iseq|yaml) (hit|revalidated) /
         events = out.lines.map(&:chomp).grep(/\A(iseq|yaml) /)
@@ -138,10 +140,10 @@ class AppRootTest < Minitest::Test
       RUBY
       first = spawn_ruby("-e", code, chdir: app)
       assert first.success?, first.stderr
-      assert_equal "miss\n{\"a\"=>1, \"b\"=>[\"x\", \"y\"]}\n", first.stdout
+      assert_equal "miss\n#{SETTINGS.inspect}\n", first.stdout
       without = spawn_ruby("-e", code, chdir: app, env: { "NO_MSGPACK" => "1" })
       assert without.success?, without.stderr
-      assert_equal "miss codec_unavailable\n{\"a\"=>1, \"b\"=>[\"x\", \"y\"]}\n", without.stdout
+      assert_equal "miss codec_unavailable\n#{SETTINGS.inspect}\n", without.stdout
     end
   end
 end
