@@ -34,10 +34,22 @@ module Loadout
           found = targets
           verbose = $VERBOSE
           $VERBOSE = nil # redefining an aliased C method warns under -w; nothing here is a mistake
-          found.each { |mod, name, public| hook(mod, name, public) }
+          found.each do |mod, name, public|
+            hook(mod, name, public)
+            (@hooked ||= {})[[mod, name]] = true
+          end
           found.size
         ensure
           $VERBOSE = verbose
+        end
+
+        # Whether +mod+'s +name+ is the hook, put there by install! and not redefined since (as
+        # far as its method entry tells: the native hook is a C method without a source).
+        def hooked?(mod, name)
+          return false unless @hooked&.key?([mod, name])
+
+          um = own_method(mod, name)
+          BACKEND == :native ? um&.source_location.nil? : um&.source_location&.first == __FILE__
         end
 
         # [module, name, public?] for each method entry of Kernel and Kernel's singleton class that
@@ -52,13 +64,6 @@ module Loadout
           end
         end
 
-        private
-
-        def ruby_require?(mod, name)
-          um = own_method(mod, name)
-          um && um.source_location.nil? && um.original_name == :require && um.arity == 1
-        end
-
         # The entry in +mod+'s own method table, behind any module prepended to +mod+ (which
         # instance_method would answer first).
         def own_method(mod, name)
@@ -67,12 +72,20 @@ module Loadout
           um
         end
 
+        private
+
+        def ruby_require?(mod, name)
+          um = own_method(mod, name)
+          um && um.source_location.nil? && um.original_name == :require && um.arity == 1
+        end
+
         def hook(mod, name, public)
           if BACKEND == :native
             Native.lp_hook(mod, name, public)
           else
             original = own_method(mod, name)
             hook = RubyHook
+            hook.ruby_require ||= original
             mod.send(:define_method, name) { |feature| hook.require(self, feature, original) }
             mod.send(:private, name) unless public
           end
