@@ -26,8 +26,13 @@
 # Writes bench/results/boot-<date>.md. Last line:
 # bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
 #             loadout_warm_s=N loadout_ci_s=N features_equal=true|false loadout_warm_objects=N
-#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N
+#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N warm_cpu_vs_bootsnap=Nx
+#             cold_cpu_vs_plain=Nx gc_warm_cpu_vs_bootsnap=Nx bootsnap_gc_warm_cpu_vs_bootsnap=Nx
+#             loadout_warm_instructions=N bootsnap_warm_instructions=N
 #             [floor_warm_s=N floor_lp_warm_s=N floor_cold_s=N]   (medians, one line)
+#
+# --shapes small,default,large,unbundled runs the script once per shape (the same other options)
+# and prints one table of every shape side by side (bench/results/boot-shapes-<date>.md).
 
 require "optparse"
 require "fileutils"
@@ -70,8 +75,16 @@ OptionParser.new do |o|
   o.on("--only LIST", "comma-separated scenarios to run (e.g. bootsnap_warm,loadout_warm; plain always runs)") do |v|
     opts[:only] = v.split(",")
   end
+  o.on("--shapes LIST", "run each shape (small, default, large, unbundled) in turn and compare them in one table") do |v|
+    opts[:shapes] = v.split(",")
+  end
   o.on("--out FILE", "results file (default bench/results/boot-<date>.md)") { |v| opts[:out] = v }
 end.parse!(ARGV)
+
+if opts[:shapes]
+  require_relative "support/boot_shapes"
+  exit Loadout::Bench::BootShapes.new(opts[:shapes], ARGS, __FILE__).run
+end
 
 def median(values)
   s = values.sort
@@ -431,11 +444,21 @@ File.write(out, "#{lines.join("\n")}\n")
 puts lines
 puts
 puts "results: #{out}"
+cold_total = lambda do |scenario|
+  pairs = cpus[scenario].zip(cpus["plain"]).select { |x, y| x && y&.positive? }
+  pairs.empty? ? "n/a" : format("%.2fx", median(pairs.map { |x, y| x / y }))
+end
 puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["bootsnap_cold"])} " \
      "bootsnap_warm_s=#{fmt.(med["bootsnap_warm"])} bootsnap_ci_s=#{fmt.(med["bootsnap_ci"])} " \
      "loadout_cold_s=#{fmt.(med["loadout_cold"])} loadout_warm_s=#{fmt.(med["loadout_warm"])} " \
      "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal} " \
      "loadout_warm_objects=#{med_obj["loadout_warm"] || "n/a"} bootsnap_warm_objects=#{med_obj["bootsnap_warm"] || "n/a"} " \
-     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"}" \
+     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"} " \
+     "warm_cpu_vs_bootsnap=#{round_ratio.("loadout_warm", "bootsnap_warm", cpus)} " \
+     "cold_cpu_vs_plain=#{cold_total.("loadout_cold")} " \
+     "gc_warm_cpu_vs_bootsnap=#{round_ratio.("loadout_gc_warm", "bootsnap_warm", cpus)} " \
+     "bootsnap_gc_warm_cpu_vs_bootsnap=#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)} " \
+     "loadout_warm_instructions=#{extra["loadout_warm"][:instructions] || "n/a"} " \
+     "bootsnap_warm_instructions=#{extra["bootsnap_warm"][:instructions] || "n/a"}" \
      "#{" floor_warm_s=#{fmt.(med["floor_warm"])} floor_lp_warm_s=#{fmt.(med["floor_lp_warm"])} " \
         "floor_cold_s=#{fmt.(med["floor_cold"])}" if med["floor_warm"]}"

@@ -616,15 +616,27 @@ native_lp_counters_reset(VALUE self)
     return Qnil;
 }
 
+/* The hooks' method entries: each C function is defined once as "require" in a hidden module of
+ * its own, and every entry it takes the place of gets that definition under its own name (as
+ * `alias` does), so a frame of the hook is labelled "require" whatever the entry's name, like
+ * Ruby's C require under gem_original_require, or RubyGems' require under an alias. */
+static VALUE lo_mLowerHolder = Qnil, lo_mFrontHolder = Qnil;
+
+static VALUE
+put_hook(VALUE holder, VALUE mod, VALUE name, VALUE public)
+{
+    Check_Type(name, T_SYMBOL);
+    VALUE um = rb_funcall(holder, rb_intern("instance_method"), 1, ID2SYM(rb_intern("require")));
+    rb_funcall(mod, rb_intern("define_method"), 2, name, um);
+    rb_funcall(mod, rb_intern(RTEST(public) ? "public" : "private"), 1, name);
+    return Qnil;
+}
+
 /* Puts the hook in place of +mod+'s method +name+ (private unless +public+). */
 static VALUE
 native_lp_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
 {
-    Check_Type(name, T_SYMBOL);
-    const char *cname = rb_id2name(SYM2ID(name));
-    if (RTEST(public)) rb_define_method(mod, cname, lo_require, 1);
-    else rb_define_private_method(mod, cname, lo_require, 1);
-    return Qnil;
+    return put_hook(lo_mLowerHolder, mod, name, public);
 }
 
 /* Loadout::Native.lp_front(rubygems, helper), before the first lp_front_hook: +rubygems+ is
@@ -648,12 +660,8 @@ native_lp_front(VALUE self, VALUE rubygems, VALUE helper)
 static VALUE
 native_lp_front_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
 {
-    Check_Type(name, T_SYMBOL);
     if (NIL_P(lo_rubygems)) rb_raise(rb_eArgError, "lp_front first");
-    const char *cname = rb_id2name(SYM2ID(name));
-    if (RTEST(public)) rb_define_method(mod, cname, lo_front_require, 1);
-    else rb_define_private_method(mod, cname, lo_front_require, 1);
-    return Qnil;
+    return put_hook(lo_mFrontHolder, mod, name, public);
 }
 
 /* The index's answer for +feature+ without loading anything (LoadPath.find, tests):
@@ -728,6 +736,12 @@ lo_require_native_init(VALUE mNative)
     rb_define_module_function(mNative, "lp_instrument", native_lp_instrument, 1);
     rb_define_module_function(mNative, "lp_counters", native_lp_counters, 0);
     rb_define_module_function(mNative, "lp_counters_reset", native_lp_counters_reset, 0);
+    lo_mLowerHolder = rb_module_new();
+    rb_gc_register_address(&lo_mLowerHolder);
+    rb_define_private_method(lo_mLowerHolder, "require", lo_require, 1);
+    lo_mFrontHolder = rb_module_new();
+    rb_gc_register_address(&lo_mFrontHolder);
+    rb_define_private_method(lo_mFrontHolder, "require", lo_front_require, 1);
     rb_define_module_function(mNative, "lp_hook", native_lp_hook, 3);
     rb_define_module_function(mNative, "lp_lookup", native_lp_lookup, 2);
     rb_define_module_function(mNative, "lp_front", native_lp_front, 2);
