@@ -5,8 +5,9 @@
 # loadout, warm, and each cache with the RUBY_GC_* settings `loadout gc` recommends for this app.
 # Rounds are interleaved; each boot is a fresh process; CPU is user+sys of the boot; objects and
 # GCs come from the boot itself (GC.stat at exit). Bootsnap is set up right after bundler/setup,
-# as its README says (a `ruby -e` wrapper around bin/rails; the app's Gemfile does not have it:
-# its lib dirs ride in RUBYLIB), loadout by the app's config/boot.rb.
+# as its README says (a `ruby -e` wrapper around bin/rails), from a Gemfile of its own beside the
+# app's (Gemfile.bootsnap: the app's plus bootsnap 1.26.1, installed once into the same bundle
+# path); loadout by the app's config/boot.rb.
 #
 #   bundle exec ruby bench/rails.rb [--rounds N] [--valgrind] [--out FILE]
 #
@@ -21,6 +22,7 @@ require_relative "support/harness"
 require_relative "../test/rails/generate_app"
 require_relative "../lib/loadout/last_boot"
 
+ARGS = ARGV.dup.freeze
 opts = { rounds: 5, valgrind: false }
 OptionParser.new do |o|
   o.banner = "Usage: bundle exec ruby bench/rails.rb [options]"
@@ -31,8 +33,14 @@ end.parse!
 
 ROOT = File.expand_path("..", __dir__)
 app = RailsAppGenerator.path
-bootsnap_paths = %w[bootsnap msgpack].flat_map { |g| Bench.gem_paths(g) }
-abort "bench rails: bootsnap is not installed (bin/setup-deps)" if bootsnap_paths.empty?
+BOOTSNAP_GEMFILE = File.join(app, "Gemfile.bootsnap")
+unless File.file?("#{BOOTSNAP_GEMFILE}.lock")
+  File.write(BOOTSNAP_GEMFILE, "eval_gemfile File.expand_path(\"Gemfile\", __dir__)\ngem \"bootsnap\", \"1.26.1\", require: false\n")
+  FileUtils.cp(File.join(app, "Gemfile.lock"), "#{BOOTSNAP_GEMFILE}.lock")
+  env = RailsAppGenerator.clean_env("BUNDLE_GEMFILE" => BOOTSNAP_GEMFILE, "BUNDLE_PATH" => RailsAppGenerator::BUNDLE_PATH)
+  system(env, "bundle", "install", "--quiet", chdir: app) or abort "bench rails: could not install bootsnap beside the app"
+end
+bootsnap_paths = nil
 
 REPORT = File.join(ROOT, "tmp/bench/rails_report.rb")
 FileUtils.mkdir_p(File.dirname(REPORT))
@@ -49,8 +57,7 @@ def env_for(tool, gc, bootsnap_paths)
   case tool
   when "plain" then env["LOADOUT_DISABLE"] = "1"
   when "bootsnap"
-    env.merge!("LOADOUT_DISABLE" => "1", "RUBYLIB" => bootsnap_paths.join(File::PATH_SEPARATOR),
-               "BOOTSNAP_CACHE_DIR" => CACHE["bootsnap"])
+    env.merge!("LOADOUT_DISABLE" => "1", "BUNDLE_GEMFILE" => BOOTSNAP_GEMFILE, "BOOTSNAP_CACHE_DIR" => CACHE["bootsnap"])
   when "loadout" then env["LOADOUT_CACHE_DIR"] = CACHE["loadout"]
   end
   env.merge!(GC_ENV) if gc
@@ -130,7 +137,7 @@ out = opts[:out] || File.join(ROOT, "bench/results/rails-#{date}.md")
 lines = ["# Rails test app, production boot (`bin/rails runner 1`), #{Time.now.utc.iso8601}", "",
          "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs; bootsnap #{Gem.loaded_specs["bootsnap"]&.version}; " \
          "#{opts[:rounds]} interleaved rounds; app #{app}.",
-         "Command: `bundle exec ruby bench/rails.rb #{ARGV.join(" ")}`; GC settings (`loadout gc`): " \
+         "Command: `bundle exec ruby bench/rails.rb #{ARGS.join(" ")}`; GC settings (`loadout gc`): " \
          "#{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}", "",
          Bench.table(rows, ["scenario", "median cpu s", "cpu vs bootsnap (per round)", "objects", "GCs", "instructions"]), ""]
 FileUtils.mkdir_p(File.dirname(out))
