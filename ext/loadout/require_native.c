@@ -572,6 +572,91 @@ lo_front_require(VALUE self, VALUE fname)
     return require_found(fname, ix, pos, buf, rel_len, 1);
 }
 
+
+/*
+ * The bundled-gems front: in place of Bundler's bundled-gems warning (Ruby 3.3+, bundled_gems.rb
+ * replace_require), which decorates Kernel#require and Kernel.require above RubyGems: each call
+ * runs Gem::BUNDLED_GEMS.warning?(name) (String copies, a split) before `no_warning_require`.
+ * warning? can only warn for a name that one of its checks finds among the bundled gems' names
+ * (SINCE, SINCE_FAST_PATH, EXACT): across Ruby 3.3, 3.4 and 4.0 those checks look up the feature,
+ * the feature without its extension, its first path segment, its first two joined by "-", all
+ * of them joined by "-", and its basename without extension (absolute paths under Ruby's lib dirs
+ * first lose that prefix). A name none of those can match, not starting with "reline" (3.4 asks
+ * the caller there), is passed on unchanged: this hook then does what no_warning_require would
+ * (the front hook for Kernel#require when it is RubyGems' place, else the lower hook) without
+ * Bundler's Ruby code. Anything else goes to Bundler's method.
+ */
+static VALUE lo_bundled_instance = Qnil; /* Bundler's Kernel#require, bound to the main object */
+static VALUE lo_bundled_singleton = Qnil; /* Bundler's Kernel.require, bound to Kernel */
+/* What each calls next, `kernel_class.send(:no_warning_require)`: from Kernel#require that is
+ * Kernel.no_warning_require (the singleton's), from Kernel.require it is Kernel#no_warning_require
+ * (the Class object finds Kernel's instance methods): 1 when that is the front hook, 0 the lower. */
+static int lo_bundled_instance_below_front, lo_bundled_singleton_below_front;
+static char *lo_bundled_names;           /* the names warning? knows, NUL-separated */
+static long lo_bundled_names_len;
+static VALUE lo_bundled_prefixes = Qnil;  /* Ruby's lib dirs with a trailing "/" */
+
+/* Whether [p, p+len) (with '/' read as '-' when +dashes+) is one of the bundled gems' names. */
+static int
+bundled_name(const char *p, long len, int dashes)
+{
+    const char *n = lo_bundled_names, *end = lo_bundled_names + lo_bundled_names_len;
+    while (n < end) {
+        long nlen = (long)strlen(n);
+        if (nlen == len) {
+            long i = 0;
+            for (; i < len; i++) {
+                char c = p[i];
+                if (dashes && c == '/') c = '-';
+                if (c != n[i]) break;
+            }
+            if (i == len) return 1;
+        }
+        n += nlen + 1;
+    }
+    return 0;
+}
+
+static int
+bundled_passes(VALUE fname)
+{
+    if (!RB_TYPE_P(fname, T_STRING) || RBASIC_CLASS(fname) != rb_cString) return 0;
+    const char *p = RSTRING_PTR(fname);
+    long len = RSTRING_LEN(fname);
+    if (len == 0 || len > LO_MAX_FEATURE || memchr(p, '\0', (size_t)len) || !rb_enc_str_asciionly_p(fname)) return 0;
+    if (len >= 6 && memcmp(p, "reline", 6) == 0) return 0;
+    for (long i = 0; i < RARRAY_LEN(lo_bundled_prefixes); i++) {
+        VALUE pre = RARRAY_AREF(lo_bundled_prefixes, i);
+        if (len >= RSTRING_LEN(pre) && memcmp(p, RSTRING_PTR(pre), (size_t)RSTRING_LEN(pre)) == 0) return 0;
+    }
+    const char *slash = last_byte(p, '/', len), *dot = last_byte(p, '.', len);
+    long stem = dot && (!slash || dot > slash) ? dot - p : len;   /* without its last extension */
+    const char *first = memchr(p, '/', (size_t)stem);
+    long seg0 = first ? first - p : stem;
+    const char *second = first ? memchr(first + 1, '/', (size_t)(stem - seg0 - 1)) : NULL;
+    long seg01 = second ? second - p : stem;
+    const char *base = slash ? slash + 1 : p;
+    long base_len = stem - (base - p);
+    if (base_len < 0) base_len = 0;
+    if (bundled_name(p, len, 0) || bundled_name(p, stem, 0) || bundled_name(p, seg0, 0) ||
+        bundled_name(p, seg01, 1) || bundled_name(p, stem, 1) || bundled_name(base, base_len, 0)) return 0;
+    return 1;
+}
+
+static VALUE
+lo_bundled_require(VALUE self, VALUE fname)
+{
+    if (NIL_P(lo_state) || lo_busy || !bundled_passes(fname)) return rb_method_call(1, &fname, lo_bundled_instance);
+    return lo_bundled_instance_below_front ? lo_front_require(self, fname) : lo_require(self, fname);
+}
+
+static VALUE
+lo_bundled_require_singleton(VALUE self, VALUE fname)
+{
+    if (NIL_P(lo_state) || lo_busy || !bundled_passes(fname)) return rb_method_call(1, &fname, lo_bundled_singleton);
+    return lo_bundled_singleton_below_front ? lo_front_require(self, fname) : lo_require(self, fname);
+}
+
 /* Loadout::Native.lp_activate(state, table, cwd): the hook answers from +table+ (built in
  * +cwd+ when it holds relative entries, else nil) and calls +state+ back; a nil state means
  * plain require again. The state calls lp_snapshot
@@ -620,7 +705,7 @@ native_lp_counters_reset(VALUE self)
  * its own, and every entry it takes the place of gets that definition under its own name (as
  * `alias` does), so a frame of the hook is labelled "require" whatever the entry's name, like
  * Ruby's C require under gem_original_require, or RubyGems' require under an alias. */
-static VALUE lo_mLowerHolder = Qnil, lo_mFrontHolder = Qnil;
+static VALUE lo_mLowerHolder = Qnil, lo_mFrontHolder = Qnil, lo_mBundledHolder = Qnil, lo_mBundledSingletonHolder = Qnil;
 
 static VALUE
 put_hook(VALUE holder, VALUE mod, VALUE name, VALUE public)
@@ -662,6 +747,54 @@ native_lp_front_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
 {
     if (NIL_P(lo_rubygems)) rb_raise(rb_eArgError, "lp_front first");
     return put_hook(lo_mFrontHolder, mod, name, public);
+}
+
+/* Loadout::Native.lp_bundled(instance, singleton, below, names, prefixes): Bundler's two
+ * decorations as Methods (either may be nil), [instance's next is the front hook, singleton's],
+ * the names warning? knows and Ruby's lib dirs (see lo_bundled_require). Once. */
+static VALUE
+native_lp_bundled(VALUE self, VALUE instance, VALUE singleton, VALUE below, VALUE names, VALUE prefixes)
+{
+    if (!NIL_P(lo_bundled_instance) || !NIL_P(lo_bundled_singleton)) rb_raise(rb_eArgError, "the bundled-gems front is installed already");
+    if ((!NIL_P(instance) && !rb_obj_is_method(instance)) || (!NIL_P(singleton) && !rb_obj_is_method(singleton))) rb_raise(rb_eTypeError, "expected Methods");
+    Check_Type(below, T_ARRAY);
+    if (RARRAY_LEN(below) != 2) rb_raise(rb_eArgError, "below: [instance, singleton]");
+    Check_Type(names, T_ARRAY);
+    Check_Type(prefixes, T_ARRAY);
+    long total = 0;
+    for (long i = 0; i < RARRAY_LEN(names); i++) {
+        VALUE n = RARRAY_AREF(names, i);
+        Check_Type(n, T_STRING);
+        total += RSTRING_LEN(n) + 1;
+    }
+    char *buf = ruby_xmalloc((size_t)(total ? total : 1));
+    long at = 0;
+    for (long i = 0; i < RARRAY_LEN(names); i++) {
+        VALUE n = RARRAY_AREF(names, i);
+        memcpy(buf + at, RSTRING_PTR(n), (size_t)RSTRING_LEN(n));
+        at += RSTRING_LEN(n);
+        buf[at++] = '\0';
+    }
+    for (long i = 0; i < RARRAY_LEN(prefixes); i++) {
+        VALUE pre = RARRAY_AREF(prefixes, i);
+        Check_Type(pre, T_STRING);
+    }
+    lo_bundled_names = buf;
+    lo_bundled_names_len = total;
+    lo_bundled_prefixes = rb_ary_freeze(rb_ary_dup(prefixes));
+    lo_bundled_instance_below_front = RTEST(RARRAY_AREF(below, 0));
+    lo_bundled_singleton_below_front = RTEST(RARRAY_AREF(below, 1));
+    lo_bundled_singleton = singleton;
+    lo_bundled_instance = instance;
+    return Qnil;
+}
+
+/* Puts the bundled-gems front in place of +mod+'s +name+ (+singleton+: Kernel.require's). */
+static VALUE
+native_lp_bundled_hook(VALUE self, VALUE mod, VALUE name, VALUE public, VALUE singleton)
+{
+    if (NIL_P(RTEST(singleton) ? lo_bundled_singleton : lo_bundled_instance)) rb_raise(rb_eArgError, "lp_bundled first, with that method");
+    return put_hook(RTEST(singleton) ? lo_mBundledSingletonHolder : lo_mBundledHolder, mod, name, public);
 }
 
 /* The index's answer for +feature+ without loading anything (LoadPath.find, tests):
@@ -742,8 +875,19 @@ lo_require_native_init(VALUE mNative)
     lo_mFrontHolder = rb_module_new();
     rb_gc_register_address(&lo_mFrontHolder);
     rb_define_private_method(lo_mFrontHolder, "require", lo_front_require, 1);
+    lo_mBundledHolder = rb_module_new();
+    rb_gc_register_address(&lo_mBundledHolder);
+    rb_define_private_method(lo_mBundledHolder, "require", lo_bundled_require, 1);
+    lo_mBundledSingletonHolder = rb_module_new();
+    rb_gc_register_address(&lo_mBundledSingletonHolder);
+    rb_define_private_method(lo_mBundledSingletonHolder, "require", lo_bundled_require_singleton, 1);
+    rb_gc_register_address(&lo_bundled_instance);
+    rb_gc_register_address(&lo_bundled_singleton);
+    rb_gc_register_address(&lo_bundled_prefixes);
     rb_define_module_function(mNative, "lp_hook", native_lp_hook, 3);
     rb_define_module_function(mNative, "lp_lookup", native_lp_lookup, 2);
     rb_define_module_function(mNative, "lp_front", native_lp_front, 2);
     rb_define_module_function(mNative, "lp_front_hook", native_lp_front_hook, 3);
+    rb_define_module_function(mNative, "lp_bundled", native_lp_bundled, 5);
+    rb_define_module_function(mNative, "lp_bundled_hook", native_lp_bundled_hook, 4);
 }

@@ -4,6 +4,7 @@ require_relative "native"
 require_relative "instrumentation"
 require_relative "load_path/require_hook"
 require_relative "load_path/rubygems_front"
+require_relative "load_path/bundled_gems_front"
 require_relative "load_path/boot_record"
 require_relative "load_path/codec"
 require_relative "load_path/entry"
@@ -66,6 +67,7 @@ module Loadout
         state.boot!
         RequireHook.install!
         RubyGemsFront.install!
+        BundledGemsFront.install!
         Instrumentation.__watch { |on| Index.instrument(on) } unless @watching
         @watching = true
         @state = state
@@ -182,7 +184,7 @@ module Loadout
       # call through Kernel#require that an earlier decorator would see). Kept for callers that
       # want the cost paid up front.
       def __load_parts # :nodoc:
-        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront]
+        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront, BundledGemsFront]
       end
 
       private

@@ -52,13 +52,17 @@ module Loadout
           if BACKEND == :native
             Native.lp_front(@rubygems, self) unless @native
             @native = true
-            found.each { |mod, name, public, _| Native.lp_front_hook(mod, name, public) }
+            found.each do |mod, name, public, _|
+              Native.lp_front_hook(mod, name, public)
+              RequireHook.register(:rubygems, mod, name)
+            end
           else
             hook = RubyHook
             rubygems = @rubygems
             found.each do |mod, name, public, _|
               mod.send(:define_method, name) { |feature| hook.front(feature, rubygems) }
               mod.send(:private, name) unless public
+              RequireHook.register(:rubygems, mod, name)
             end
           end
         ensure
@@ -66,6 +70,11 @@ module Loadout
         end
 
         public
+
+        # Whether +mod+'s +name+ is the front hook.
+        def hooked?(mod, name)
+          RequireHook.hooked?(mod, name, :rubygems)
+        end
 
         # Whether this RubyGems' require is one the front follows.
         def supported?
