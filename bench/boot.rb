@@ -26,8 +26,13 @@
 # Writes bench/results/boot-<date>.md. Last line:
 # bench boot: plain_s=N bootsnap_cold_s=N bootsnap_warm_s=N bootsnap_ci_s=N loadout_cold_s=N
 #             loadout_warm_s=N loadout_ci_s=N features_equal=true|false loadout_warm_objects=N
-#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N
+#             bootsnap_warm_objects=N loadout_warm_gc=N bootsnap_warm_gc=N warm_cpu_vs_bootsnap=Nx
+#             cold_cpu_vs_plain=Nx gc_warm_cpu_vs_bootsnap=Nx bootsnap_gc_warm_cpu_vs_bootsnap=Nx
+#             loadout_warm_instructions=N bootsnap_warm_instructions=N
 #             [floor_warm_s=N floor_lp_warm_s=N floor_cold_s=N]   (medians, one line)
+#
+# --shapes small,default,large,unbundled runs the script once per shape (the same other options)
+# and prints one table of every shape side by side (bench/results/boot-shapes-<date>.md).
 
 require "optparse"
 require "fileutils"
@@ -42,7 +47,7 @@ require_relative "support/subreaper"
 ROOT = File.expand_path("..", __dir__)
 ARGS = ARGV.dup.freeze
 opts = { gems: 120, files: 1200, yaml: 50, rounds: 5, seed: 1, dev: false, strace: false, valgrind: false,
-         bundler: false, parallel: false }
+         layout: :plain, parallel: false }
 OptionParser.new do |o|
   o.banner = "Usage: ruby bench/boot.rb [options]"
   o.on("--gems N", Integer, "gem directories on $LOAD_PATH (default #{opts[:gems]})") { |v| opts[:gems] = v }
@@ -54,17 +59,32 @@ OptionParser.new do |o|
     opts.merge!(gems: 40, files: 300, yaml: 20, rounds: 3)
   end
   o.on("--large", "seed 000/001's size, Bundler layout, single-layer scenarios: 300 gems, 6,000 files, 400 YAML") do
-    opts.merge!(gems: 300, files: 6000, yaml: 400, rounds: 5, bundler: true)
+    opts.merge!(gems: 300, files: 6000, yaml: 400, rounds: 5, layout: :bundler)
   end
-  o.on("--bundler", "the Bundler layout (gem home, shuffled lib dirs ahead of Ruby's, Zeitwerk app)") { opts[:bundler] = true }
+  o.on("--unbundled", "the large size without Bundler: RubyGems' require in place, lib dirs unshifted onto $LOAD_PATH " \
+                      "ahead of RubyGems' insert index, most requires already loaded, optional requires, autoload") do
+    opts.merge!(gems: 300, files: 6000, yaml: 400, rounds: 5, layout: :unbundled)
+  end
+  o.on("--bundler", "the Bundler layout (gem home, shuffled lib dirs ahead of Ruby's, Zeitwerk app)") { opts[:layout] = :bundler }
   o.on("--dev", "development_mode: true for both caches (default: false, like production)") { opts[:dev] = true }
   o.on("--strace", "one extra boot per scenario under strace -c -f: syscall counts") { opts[:strace] = true }
   o.on("--parallel", "also N = 1, 4, 8 cold boots at once on one empty cache: total CPU, store size") do
     opts[:parallel] = true
   end
   o.on("--valgrind", "one extra boot per scenario under valgrind (cachegrind): instruction counts; slow") { opts[:valgrind] = true }
+  o.on("--only LIST", "comma-separated scenarios to run (e.g. bootsnap_warm,loadout_warm; plain always runs)") do |v|
+    opts[:only] = v.split(",")
+  end
+  o.on("--shapes LIST", "run each shape (small, default, large, unbundled) in turn and compare them in one table") do |v|
+    opts[:shapes] = v.split(",")
+  end
   o.on("--out FILE", "results file (default bench/results/boot-<date>.md)") { |v| opts[:out] = v }
 end.parse!(ARGV)
+
+if opts[:shapes]
+  require_relative "support/boot_shapes"
+  exit Loadout::Bench::BootShapes.new(opts[:shapes], ARGS, __FILE__).run
+end
 
 def median(values)
   s = values.sort
@@ -84,29 +104,34 @@ rescue LoadError, StandardError => e
   nil
 end
 
-layout = opts[:bundler] ? "-bundler" : ""
+layout = opts[:layout] == :plain ? "" : "-#{opts[:layout]}"
 app = File.join(ROOT, "tmp/bench/app-s#{opts[:seed]}-g#{opts[:gems]}-f#{opts[:files]}-y#{opts[:yaml]}#{layout}")
 marker = File.join(app, ".complete")
 unless File.exist?(marker)
   warn "bench boot: generating #{app}"
   Loadout::Bench::AppGenerator.new(app, seed: opts[:seed], gems: opts[:gems], files: opts[:files], yaml: opts[:yaml],
-                                        bundler: opts[:bundler]).generate
+                                        layout: opts[:layout]).generate
   File.write(marker, "")
 end
 # An app generated before its entry point last changed gets the current one (same tree otherwise).
 entry = File.join(app, "boot.rb")
-entry_source = Loadout::Bench::AppGenerator.entry_point(bundler: opts[:bundler])
+entry_source = Loadout::Bench::AppGenerator.entry_point(layout: opts[:layout])
 File.write(entry, entry_source) unless File.read(entry) == entry_source
 rb_files = Dir.glob(File.join(app, "**/*.rb")).size
 
 bs = bootsnap_env
-ZEITWERK = opts[:bundler] ? Bench.gem_paths("zeitwerk") : []
+LAYERS = opts[:layout] != :plain # the Zeitwerk app, the single-layer and floor scenarios
+ZEITWERK = LAYERS ? Bench.gem_paths("zeitwerk") : []
 # Single-layer scenarios keep caches of their own: "<mode>_lp" (load-path cache only), "_cc".
+# The "_gc" modes boot with the RUBY_GC_* settings `loadout gc` recommends (GC_ENV), on the
+# cache of the same tool without them.
 CACHES = %w[bootsnap loadout bootsnap_lp loadout_lp bootsnap_cc loadout_cc]
-         .to_h { |m| [m, File.join(app, "tmp/cache-#{m}")] }.freeze
+         .to_h { |m| [m, File.join(app, "tmp/cache-#{m}")] }
+         .then { |c| c.merge("loadout_gc" => c["loadout"], "bootsnap_gc" => c["bootsnap"]) }.freeze
+GC_ENV = {} # filled before the rounds (see below)
 # The floor scenarios' recording (bench/support/boot_floor.rb), made once per run by "floor_learn".
 FLOOR_FILE = File.join(app, "tmp/floor.marshal")
-BASE_ENV = ENV.keys.grep(/\A(BUNDLE|BUNDLER|RUBYOPT|RUBYLIB|LOADOUT_|BOOTSNAP_|DISABLE_BOOTSNAP|GEM_HOME)/)
+BASE_ENV = ENV.keys.grep(/\A(BUNDLE|BUNDLER|RUBYOPT|RUBYLIB|LOADOUT_|BOOTSNAP_|DISABLE_BOOTSNAP|GEM_HOME|RUBY_GC_)/)
               .to_h { |k| [k, nil] }.merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"]).freeze
 
 # +mode+: plain, bootsnap, loadout, or bootsnap_lp / loadout_cc & co. (one layer only).
@@ -121,7 +146,9 @@ end
 
 def env_for(mode, bs, dev)
   tool, layers = mode.split("_")
-  env = BASE_ENV.merge("BENCH_MODE" => tool, "BENCH_DEV" => dev ? "1" : "0", "BENCH_LAYERS" => layers || "all")
+  env = BASE_ENV.merge("BENCH_MODE" => tool, "BENCH_DEV" => dev ? "1" : "0",
+                       "BENCH_LAYERS" => layers && layers != "gc" ? layers : "all")
+  env.merge!(GC_ENV) if layers == "gc"
   env["BENCH_CACHE"] = CACHES[mode] if CACHES[mode]
   if tool == "floor" # "floor_learn", "floor_warm", "floor_lp_warm", "floor_cold": the phase rides in the mode
     env.merge!("BENCH_FLOOR_PHASE" => layers, "BENCH_FLOOR_LIB" => File.join(__dir__, "support/boot_floor.rb"),
@@ -167,8 +194,13 @@ LAYERED = %w[bootsnap_lp_warm loadout_lp_warm bootsnap_cc_warm loadout_cc_warm].
 # What a cache doing its job for free would cost: warm, the load-path part alone (warm), and cold
 # (bench/support/boot_floor.rb).
 FLOORS = %w[floor_warm floor_lp_warm floor_cold].freeze
-SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
-             (opts[:bundler] ? LAYERED + FLOORS : [])).freeze
+# Warm boots with the GC settings `loadout gc` recommends for this app (both tools, same settings).
+GC_TUNED = %w[bootsnap_gc_warm loadout_gc_warm].freeze
+ALL_SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
+                 (LAYERS ? LAYERED + FLOORS : []) + GC_TUNED).freeze
+unknown = (opts[:only] || []) - ALL_SCENARIOS
+abort "bench boot: --only: unknown scenario(s) #{unknown.join(", ")} (one of #{ALL_SCENARIOS.join(", ")})" unless unknown.empty?
+SCENARIOS = (opts[:only] ? ALL_SCENARIOS.select { |s| s == "plain" || opts[:only].include?(s) } : ALL_SCENARIOS).freeze
 times = Hash.new { |h, k| h[k] = [] }
 cpus = Hash.new { |h, k| h[k] = [] }
 objects = Hash.new { |h, k| h[k] = [] }
@@ -223,7 +255,28 @@ LAYERED.each do |scenario|
   FileUtils.rm_rf(CACHES[mode_of.(scenario)])
   2.times { boot(app, mode_of.(scenario), bs, opts[:dev]) }
 end
+# Warm or CI scenarios run without their cold one (--only): their cache is filled the same way.
+%w[bootsnap loadout].each do |mode|
+  next if SCENARIOS.include?("#{mode}_cold") || SCENARIOS.none? { |s| s.start_with?("#{mode}_") && !LAYERED.include?(s) }
+  next if mode == "bootsnap" && !bs
+
+  FileUtils.rm_rf(CACHES[mode])
+  settle.call
+  2.times { boot(app, mode, bs, opts[:dev]) }
+end
 boot(app, "floor_learn", bs, opts[:dev]) if SCENARIOS.include?("floor_warm")
+# The settings `loadout gc` prints after a warm boot of this app (a cache of their own, cold then
+# warm; the warm boot's numbers are the ones recorded).
+unless (SCENARIOS & GC_TUNED).empty?
+  require_relative "../lib/loadout/last_boot"
+  rec_cache = File.join(app, "tmp/cache-gc-record")
+  FileUtils.rm_rf(rec_cache)
+  settle.call
+  2.times { Process.wait(Process.spawn(env_for("loadout", bs, opts[:dev]).merge("BENCH_CACHE" => rec_cache), *command("loadout", bs), chdir: app, out: File::NULL, err: File::NULL)) }
+  gc = (Loadout::LastBoot.read(File.join(rec_cache, "store")) || {}).filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h
+  Loadout::GCSettings.recommend(gc).each { |name, value, _| GC_ENV[name] = value.to_s }
+  warn "bench boot: GC settings for the _gc scenarios: #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}"
+end
 opts[:rounds].times do |round|
   SCENARIOS.each do |scenario|
     mode = mode_of.(scenario)
@@ -339,7 +392,7 @@ lines = []
 lines << "# Boot benchmark, #{Time.now.utc.iso8601}"
 lines << ""
 lines << "App: #{rb_files} Ruby files in #{opts[:gems]} gem dirs on $LOAD_PATH + app/, #{opts[:yaml]} YAML locale files " \
-         "(seed #{opts[:seed]}#{", Bundler layout, Zeitwerk app" if opts[:bundler]}); #{opts[:rounds]} interleaved rounds; " \
+         "(seed #{opts[:seed]}#{", #{opts[:layout]} layout, Zeitwerk app" if LAYERS}); #{opts[:rounds]} interleaved rounds; " \
          "development_mode: #{opts[:dev]}."
 lines << "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs; #{`uname -sr`.strip}; loadout backend " \
          "#{ENV["LOADOUT_PURE"].to_s.match?(/\A(1|true|yes)\z/i) ? "ruby" : "native"}; bootsnap #{bs ? bs[:version] : "absent"}."
@@ -367,6 +420,14 @@ lines << "Wall time from spawn to exit of each boot; cpu = user+sys of the boot 
          "started (a background worker included, waited for). Ratios vs plain are median/median, vs bootsnap the " \
          "median of per-round ratios (< 1 is faster). \"ci\" = every source file's mtime changed, caches kept; " \
          "\"lp\"/\"cc\" = that layer only (load-path cache / compile cache), warm."
+unless GC_ENV.empty? || cpus["loadout_gc_warm"].empty?
+  lines << ""
+  lines << "GC settings (`loadout gc` after a warm boot of this app): #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}. " \
+           "CPU per round against Bootsnap's warm boot without them: loadout with them " \
+           "#{round_ratio.("loadout_gc_warm", "bootsnap_warm", cpus)}, Bootsnap with them " \
+           "#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)}; loadout with them against loadout without: " \
+           "#{round_ratio.("loadout_gc_warm", "loadout_warm", cpus)}."
+end
 notes.uniq.each { |n| lines << "- #{n}" }
 unless parallel_rows.empty?
   lines << ""
@@ -383,11 +444,21 @@ File.write(out, "#{lines.join("\n")}\n")
 puts lines
 puts
 puts "results: #{out}"
+cold_total = lambda do |scenario|
+  pairs = cpus[scenario].zip(cpus["plain"]).select { |x, y| x && y&.positive? }
+  pairs.empty? ? "n/a" : format("%.2fx", median(pairs.map { |x, y| x / y }))
+end
 puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["bootsnap_cold"])} " \
      "bootsnap_warm_s=#{fmt.(med["bootsnap_warm"])} bootsnap_ci_s=#{fmt.(med["bootsnap_ci"])} " \
      "loadout_cold_s=#{fmt.(med["loadout_cold"])} loadout_warm_s=#{fmt.(med["loadout_warm"])} " \
      "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal} " \
      "loadout_warm_objects=#{med_obj["loadout_warm"] || "n/a"} bootsnap_warm_objects=#{med_obj["bootsnap_warm"] || "n/a"} " \
-     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"}" \
+     "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"} " \
+     "warm_cpu_vs_bootsnap=#{round_ratio.("loadout_warm", "bootsnap_warm", cpus)} " \
+     "cold_cpu_vs_plain=#{cold_total.("loadout_cold")} " \
+     "gc_warm_cpu_vs_bootsnap=#{round_ratio.("loadout_gc_warm", "bootsnap_warm", cpus)} " \
+     "bootsnap_gc_warm_cpu_vs_bootsnap=#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)} " \
+     "loadout_warm_instructions=#{extra["loadout_warm"][:instructions] || "n/a"} " \
+     "bootsnap_warm_instructions=#{extra["bootsnap_warm"][:instructions] || "n/a"}" \
      "#{" floor_warm_s=#{fmt.(med["floor_warm"])} floor_lp_warm_s=#{fmt.(med["floor_lp_warm"])} " \
         "floor_cold_s=#{fmt.(med["floor_cold"])}" if med["floor_warm"]}"

@@ -23,20 +23,37 @@ module Loadout
 
       attr_reader :dir, :gem_names
 
-      # +bundler+: the layout a Bundler app has (see BUNDLER_BOOT): gems under a gem home, their
-      # lib dirs ahead of Ruby's own in shuffled order, RubyGems' require removed, default gems
-      # and already-loaded features required from every gem, and a Zeitwerk-managed app/ with
-      # implicit namespaces.
-      def initialize(dir, seed: 1, gems: 200, files: 3000, yaml: 60, bundler: false)
+      # +layout+:
+      # - :plain (BOOT): gem lib dirs appended to $LOAD_PATH, RubyGems' require in place;
+      # - :bundler (BUNDLER_BOOT): the layout a Bundler app has: gems under a gem home, their lib
+      #   dirs ahead of Ruby's own in shuffled order, RubyGems' require removed, default gems and
+      #   already-loaded features required from every gem, a Zeitwerk-managed app/ with implicit
+      #   namespaces;
+      # - :unbundled (UNBUNDLED_BOOT): no Bundler: RubyGems' require in place, and the app puts
+      #   the gems' and its components' lib dirs at the front of $LOAD_PATH ($LOAD_PATH.unshift,
+      #   as monorepos and test runners do), ahead of RubyGems' insert index, so default gems
+      #   required by name make RubyGems walk them; most requires name features already loaded
+      #   (each file requires its gem's dependencies again), 30 optional requires of missing
+      #   features rescued with LoadError, a fifth of the gems using autoload, the Zeitwerk app
+      #   with its dirs on $LOAD_PATH too (as Rails < 7.1 put autoload paths there).
+      LAYOUTS = %i[plain bundler unbundled].freeze
+
+      def initialize(dir, seed: 1, gems: 200, files: 3000, yaml: 60, layout: :plain)
+        raise ArgumentError, "layout: #{layout.inspect} (one of #{LAYOUTS.join(", ")})" unless LAYOUTS.include?(layout)
+
         @dir = dir
         @seed = seed
         @gems = gems
         @files = files
         @yaml = yaml
-        @bundler = bundler
+        @layout = layout
+        @bundler = layout == :bundler
+        @unbundled = layout == :unbundled
+        @optional_left = 30 # optional requires of missing features (unbundled)
         @rng = Random.new(seed)
         @gem_names = []
         @autoloads = [] # [constant path] referenced from app code, so each autoload fires
+        @plain_names = [] # the gems written so far, by feature name (an unbundled gem's dependencies)
       end
 
       # Writes the tree (replacing +dir+); returns self.
@@ -48,7 +65,7 @@ module Loadout
         write_app([@files / 8, 10].max)
         write_locales
         write_json
-        write("boot.rb", @bundler ? BUNDLER_BOOT : BOOT)
+        write("boot.rb", self.class.entry_point(layout: @layout))
         write("gems.txt", @gem_names.join("\n"))
         self
       end
@@ -84,29 +101,53 @@ module Loadout
                   pathname ostruct erb cgi base64 bigdecimal openssl strscan stringio tsort delegate singleton
                   observer English benchmark shellwords optparse timeout weakref open3 ipaddr zlib socket].freeze
 
+      # Unbundled: one gem in six is a component of the app (components/<name>/lib, a monorepo's
+      # part); the rest are installed gems under the gem home, put on $LOAD_PATH by the app.
       def gem_lib(name, index)
-        @bundler ? "gemhome/gems/#{name}-1.#{index}.0/lib" : "gems/#{name}/lib"
+        return "components/#{name}/lib" if @unbundled && (index % 6) == 5
+        return "gemhome/gems/#{name}-1.#{index}.0/lib" if @bundler || @unbundled
+
+        "gems/#{name}/lib"
+      end
+
+      # The lib dir as gems.txt names it (boot.rb builds the path from it).
+      def gem_entry(name, index)
+        return gem_lib(name, index).delete_suffix("/lib") if @unbundled
+
+        @bundler ? "#{name}-1.#{index}.0" : name
       end
 
       def write_gem(index, count)
         name = gem_name(index)
-        @gem_names << (@bundler ? "#{name}-1.#{index}.0" : name)
+        deps = @unbundled ? @plain_names.sample([@plain_names.size, 2].min, random: @rng) : []
+        @plain_names << name
+        @gem_names << gem_entry(name, index)
         mod = camel(name)
         lib = gem_lib(name, index)
         subs = Array.new([count / 6, 1].max) { |i| "#{WORDS[@rng.rand(WORDS.size)]}#{i}" }
         entries = Array.new(count) { |i| [subs[i % subs.size], "#{WORDS[@rng.rand(WORDS.size)]}_#{i}"] }
         top = +"# frozen_string_literal: true\n\nrequire \"set\"\nrequire \"#{name}/version\"\n"
-        STDLIB.sample(3, random: @rng).each { |f| top << "require \"#{f}\"\n" } if @bundler
+        deps.each { |d| top << "require \"#{d}\"\n" }
+        STDLIB.sample(3, random: @rng).each { |f| top << "require \"#{f}\"\n" } if @bundler || @unbundled
         top << "\nmodule #{mod}\n"
         relative = []
+        autoloads = !@unbundled || (index % 5).zero?
         entries.each_with_index do |(sub, file), i|
           feature = "#{name}/#{sub}/#{file}"
           body = ruby_file([mod, camel(sub), camel(file)], @rng.rand(15..30))
-          # Requires of features already loaded, as real gem files make them.
-          body = "require \"set\"\nrequire \"#{name}/version\"\n#{body}" if @bundler
+          # Requires of features already loaded, as real gem files make them (unbundled: their
+          # gem's dependencies and a default gem again, too).
+          if @unbundled
+            again = deps.map { |d| "require \"#{d}\"\n" }.join
+            body = "require \"set\"\nrequire \"#{name}/version\"\n#{again}require \"#{STDLIB.sample(random: @rng)}\"\n#{body}"
+          elsif @bundler
+            body = "require \"set\"\nrequire \"#{name}/version\"\n#{body}"
+          end
           write("#{lib}/#{feature}.rb", body)
           case i % 10
           when 0
+            next unless autoloads # required by the main file like the rest
+
             top << "  autoload :#{camel(file)}Entry, \"#{feature}_entry\"\n"
             autoload_file(lib, name, mod, sub, file)
           when 1, 2 then relative << feature
@@ -119,7 +160,12 @@ module Loadout
           top << "require \"#{name}/#{sub}/#{file}\"\n"
         end
         relative.each { |f| top << "require_relative \"#{f}\"\n" }
-        if @rng.rand < 0.3
+        if @unbundled
+          if @optional_left.positive? && (index % [@gems / 30, 1].max).zero?
+            @optional_left -= 1
+            top << "\nbegin\n  require \"#{name}/native_speedup\"\nrescue LoadError\n  #{mod}::NATIVE = false\nend\n"
+          end
+        elsif @rng.rand < 0.3
           top << "\nbegin\n  require \"#{name}/native_speedup\"\nrescue LoadError\n  #{mod}::NATIVE = false\nend\n"
         end
         write("#{lib}/#{name}.rb", top)
@@ -168,7 +214,7 @@ module Loadout
       end
 
       def write_app(count)
-        return write_zeitwerk_app(count) if @bundler
+        return write_zeitwerk_app(count) if @bundler || @unbundled
 
         dirs = %w[models controllers services/billing services/sync jobs mailers]
         count.times do |i|
@@ -255,6 +301,7 @@ module Loadout
         require "digest"
         features = $LOADED_FEATURES.select { |f| f.start_with?("#{app}/") }.map { |f| f.delete_prefix("#{app}/") }
         puts "digest=#{Digest::SHA256.hexdigest([features, locales, data, AUTOLOADED.size].inspect)} features=#{features.size}"
+        puts "stats objects=#{GC.stat(:total_allocated_objects)} gc=#{GC.count}"
       RUBY
       private_constant :BOOT
 
@@ -314,9 +361,56 @@ module Loadout
       RUBY
       private_constant :BUNDLER_BOOT
 
+      # The unbundled entry point: no Bundler. RubyGems' require stays; the app puts every gem's
+      # and component's lib dir at the front of $LOAD_PATH (ahead of RubyGems' insert index) and
+      # its Zeitwerk dirs on $LOAD_PATH, then the boot cache, then the boot (as BUNDLER_BOOT).
+      UNBUNDLED_BOOT = <<~'RUBY'
+        # frozen_string_literal: true
+
+        app = __dir__
+        cache = ENV.fetch("BENCH_CACHE", File.join(app, "tmp/cache"))
+        home = File.join(app, "gemhome")
+        Gem.paths = { "GEM_HOME" => home, "GEM_PATH" => ([home] + Gem.path).uniq.join(File::PATH_SEPARATOR) }
+        gems = File.read(File.join(app, "gems.txt")).split("\n")
+        gems.reverse_each { |g| $LOAD_PATH.unshift(File.join(app, g, "lib")) }
+        %w[models controllers services jobs mailers].each { |d| $LOAD_PATH.unshift(File.join(app, "app", d)) }
+        layers = ENV.fetch("BENCH_LAYERS", "all")
+        case ENV.fetch("BENCH_MODE", "plain")
+        when "bootsnap"
+          require "bootsnap"
+          Bootsnap.setup(cache_dir: cache, development_mode: ENV["BENCH_DEV"] == "1",
+                         load_path_cache: layers != "cc", compile_cache_iseq: layers != "lp",
+                         compile_cache_yaml: layers != "lp", compile_cache_json: layers != "lp")
+        when "loadout"
+          require "loadout"
+          Loadout.setup(cache_dir: cache, root: app, development_mode: ENV["BENCH_DEV"] == "1",
+                        load_path_cache: layers != "cc", compile_cache: layers != "lp")
+        when "floor"
+          load ENV.fetch("BENCH_FLOOR_LIB")
+          BootFloor.start(ENV.fetch("BENCH_FLOOR_PHASE"), cache)
+        end
+        require "zeitwerk"
+        require "yaml"
+        require "json"
+        gems.each { |g| require File.basename(g).sub(/-1\.\d+\.0\z/, "") }
+        locales = Dir[File.join(app, "config/locales/*.yml")].sort.map { |f| YAML.load_file(f) }
+        data = Dir[File.join(app, "config/*.json")].sort.map { |f| JSON.load_file(f) }
+        loader = Zeitwerk::Loader.new
+        loader.push_dir(File.join(app, "app/models"))
+        %w[controllers services jobs mailers].each { |d| loader.push_dir(File.join(app, "app", d)) }
+        loader.setup
+        loader.eager_load
+        require File.join(app, "config/autoloads")
+        require "digest"
+        features = $LOADED_FEATURES.select { |f| f.start_with?("#{app}/") }.map { |f| f.delete_prefix("#{app}/") }
+        puts "digest=#{Digest::SHA256.hexdigest([features, locales, data, AUTOLOADED.size].inspect)} features=#{features.size}"
+        puts "stats objects=#{GC.stat(:total_allocated_objects)} gc=#{GC.count}"
+      RUBY
+      private_constant :UNBUNDLED_BOOT
+
       # The entry point generate writes (bench/boot.rb refreshes an older app's with it).
-      def self.entry_point(bundler:)
-        bundler ? BUNDLER_BOOT : BOOT
+      def self.entry_point(layout:)
+        { plain: BOOT, bundler: BUNDLER_BOOT, unbundled: UNBUNDLED_BOOT }.fetch(layout)
       end
     end
   end

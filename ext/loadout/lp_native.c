@@ -5,6 +5,8 @@
  *   lp_table_find(table, rel)    -> position or nil
  *   lp_listing_size(listing)     -> Integer
  *   lp_dirs_fresh(base, dirs, mtimes) -> true when every dir still has its recorded mtime
+ *   lp_dir_changed(base, dirs, mtimes, dir) -> whether the deepest recorded dir on the way to
+ *                                dir changed
  * The Ruby twins live in lib/loadout/load_path/ruby_index.rb.
  */
 #include "lp_native.h"
@@ -184,6 +186,56 @@ native_lp_dirs_fresh(VALUE self, VALUE base, VALUE dirs, VALUE mtimes)
     return p == end ? Qtrue : Qfalse;
 }
 
+/* Whether a file under +dir+ (relative, "" for +base+ itself) may have appeared since the listing
+ * recorded +dirs+ / +mtimes+ (as lp_dirs_fresh takes them): one stat, of the deepest recorded
+ * directory on the way to +dir+ (creating a directory changes its parent's mtime). Allocates
+ * nothing: a miss asks this of every app directory on $LOAD_PATH. */
+static VALUE
+native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE dir)
+{
+    StringValue(base);
+    StringValue(dirs);
+    StringValue(mtimes);
+    StringValue(dir);
+    const char *p = RSTRING_PTR(dirs), *end = p + RSTRING_LEN(dirs);
+    const char *want = RSTRING_PTR(dir);
+    long wlen = RSTRING_LEN(dir);
+    long count = RSTRING_LEN(mtimes) / (long)sizeof(int64_t);
+    long best = -1, best_len = -1;
+    const char *best_name = NULL;
+
+    for (long i = 0; i < count && p < end; i++) {
+        const char *nul = memchr(p, '\0', (size_t)(end - p));
+        if (!nul) return Qtrue;
+        long n = nul - p;
+        /* "" (the root), dir itself, or an ancestor of it ("a" for "a/b") */
+        if (n > best_len && (n == 0 || (n <= wlen && memcmp(p, want, (size_t)n) == 0 && (n == wlen || want[n] == '/')))) {
+            best = i;
+            best_len = n;
+            best_name = p;
+        }
+        p = nul + 1;
+    }
+    if (best < 0) return Qtrue;
+
+    char path[4096];
+    long blen = RSTRING_LEN(base);
+    if (blen + 1 + best_len + 1 > (long)sizeof(path)) return Qtrue;
+    memcpy(path, RSTRING_PTR(base), (size_t)blen);
+    if (best_len) {
+        path[blen] = '/';
+        memcpy(path + blen + 1, best_name, (size_t)best_len);
+        path[blen + 1 + best_len] = '\0';
+    } else {
+        path[blen] = '\0';
+    }
+    int64_t recorded;
+    memcpy(&recorded, RSTRING_PTR(mtimes) + best * (long)sizeof(int64_t), sizeof(recorded));
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return Qtrue;
+    return mtime_ns(&st) != recorded ? Qtrue : Qfalse;
+}
+
 void
 lo_lp_native_init(VALUE mNative)
 {
@@ -196,4 +248,5 @@ lo_lp_native_init(VALUE mNative)
     rb_define_module_function(mNative, "lp_table", native_lp_table, 2);
     rb_define_module_function(mNative, "lp_table_find", native_lp_table_find, 2);
     rb_define_module_function(mNative, "lp_dirs_fresh", native_lp_dirs_fresh, 3);
+    rb_define_module_function(mNative, "lp_dir_changed", native_lp_dir_changed, 4);
 }

@@ -29,6 +29,7 @@
 
 #include "ruby/encoding.h"
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LO_MAX_FEATURE 4000
@@ -37,6 +38,7 @@
 enum {
     LO_C_REQUIRES, LO_C_PROVIDED, LO_C_HITS, LO_C_MISSES, LO_C_UNKNOWN, LO_C_STALE,
     LO_C_NOT_STRING, LO_C_DIRECT, LO_C_ENCODING, LO_C_SHAPE, LO_C_EXTENSION, LO_C_BUSY,
+    LO_C_FRONT, LO_C_RUBYGEMS, LO_C_GEM_WALKS,
     LO_C_COUNT
 };
 
@@ -55,6 +57,16 @@ static VALUE sym_hit, sym_miss, sym_fallback, sym_retry, sym_unknown_entry;
 static VALUE lo_reasons[LO_C_COUNT]; /* the :fallback event's reason per counter (nil: no event) */
 static const char *lo_dlext;
 static size_t lo_dlext_len;
+
+/* The front hook (see lo_front_require): RubyGems' Kernel#require bound to a fixed receiver
+ * (nil until the front is installed), and loadout's RubyGems helper. */
+static VALUE lo_rubygems = Qnil;
+static VALUE lo_front_helper = Qnil;
+static VALUE lo_mGem = Qnil, lo_cSpecification = Qnil;
+static ID id_find_unresolved_default_spec, id_unresolved_deps, id_empty_p, id_loaded_specs, id_name,
+    id_insert_index, id_activated_gem_paths, id_activate_default, id_load_error, id_walk,
+    id_discover;
+static int lo_has_discover;
 
 /* memrchr is a GNU extension. */
 static const char *
@@ -227,8 +239,12 @@ lookup(const lo_lp_index *ix, char *buf, long stem_len, int ft, long *rel_len)
     return ix->first_opaque < ix->count ? LOOK_UNKNOWN : LOOK_MISS;
 }
 
+static VALUE call_rubygems(VALUE fname);
+
+/* Requires the file the index found. +front+: called by the front hook, above RubyGems, so
+ * what RubyGems would do after Ruby's require failed is done here (see lo_front_require). */
 static VALUE
-require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, long rel_len)
+require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, long rel_len, int front)
 {
     VALUE base = RARRAY_AREF(ix->bases, pos);
     long blen = RSTRING_LEN(base);
@@ -254,7 +270,13 @@ require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, lon
         rb_set_errinfo(Qnil);
         lo_counters[LO_C_STALE]++;
         if (!NIL_P(lo_state)) callback(id_stale, 1, path, Qnil, Qnil);
-        return rb_require_string(fname);
+        return front ? call_rubygems(fname) : rb_require_string(fname);
+    }
+    /* RubyGems rescues a LoadError for the very name it was given (raised by the file itself)
+     * and tries to activate a gem holding it. */
+    if (front && RB_TYPE_P(at, T_STRING) && rb_str_equal(at, fname) == Qtrue) {
+        rb_set_errinfo(Qnil);
+        return rb_funcall(lo_front_helper, id_load_error, 2, fname, err);
     }
     rb_jump_tag(state);
     return Qnil; /* not reached */
@@ -342,7 +364,7 @@ lo_require(VALUE self, VALUE fname)
         long rel_len;
         long pos = lookup(ix, buf, stem_len, ft, &rel_len);
         if (rb_only && pos != LOOK_MISS) return rb_require_string(fname); /* there may be one: Ruby's call */
-        if (pos >= 0) return require_found(fname, ix, pos, buf, rel_len);
+        if (pos >= 0) return require_found(fname, ix, pos, buf, rel_len, 0);
         if (pos == LOOK_UNKNOWN) return fallback(LO_C_UNKNOWN, fname);
 
         /* A miss: the state re-checks the app directories that could have gained the file. After
@@ -361,6 +383,280 @@ lo_require(VALUE self, VALUE fname)
         return raise_not_found(fname);
     }
     return rb_require_string(fname);
+}
+
+
+/*
+ * The front hook: in place of RubyGems' Kernel#require (when Bundler has not removed it), so
+ * that a require RubyGems would only pass on to Ruby's require is answered before RubyGems'
+ * per-call Ruby work (its monitor, its default-gem check and, for a default gem not activated
+ * yet, a walk of every $LOAD_PATH entry ahead of its insert index, allocating four objects and
+ * making two syscalls per entry and suffix).
+ *
+ * RubyGems (3.3 to 4.0, kernel_require.rb) hands the name to gem_original_require unchanged,
+ * and only rescues a LoadError for that name, when the name belongs to no default gem left to
+ * activate (Gem.find_unresolved_default_spec is nil) and no activated gem has unresolved
+ * dependencies. Then this hook answers what lo_require would answer without Ruby's search: an
+ * already loaded feature (false), or a name the index resolves (required by absolute path, as
+ * lo_require does). Anything else goes to RubyGems with the name, which ends in lo_require.
+ *
+ * A default gem not activated yet (no version of it active): RubyGems looks for the name, with
+ * each of Gem.suffixes ("", ".rb", DLEXT), in every $LOAD_PATH entry ahead of its insert index
+ * that is not a symlink ("-I beats a default gem"), and activates the default gem when no entry
+ * has it. The index answers that walk (walk_answer), the helper activates the gem as RubyGems
+ * would, and the require goes on as above. What the walk cannot prove goes to RubyGems.
+ */
+enum { WALK_FOUND, WALK_NOT_FOUND, WALK_UNKNOWN };
+
+static VALUE
+call_rubygems(VALUE fname)
+{
+    lo_counters[LO_C_RUBYGEMS]++;
+    return rb_method_call(1, &fname, lo_rubygems);
+}
+
+/* Whether a regular file +rel+ (len bytes) is under +base+. */
+static int
+file_under(VALUE base, const char *rel, long len)
+{
+    char path[4096];
+    long blen = RSTRING_LEN(base);
+    if (blen + 1 + len + 1 > (long)sizeof(path)) return -1;
+    memcpy(path, RSTRING_PTR(base), (size_t)blen);
+    path[blen] = '/';
+    memcpy(path + blen + 1, rel, (size_t)len);
+    path[blen + 1 + len] = '\0';
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* RubyGems' "-I beats a default gem" walk for +name+ (len bytes, room for a suffix after it)
+ * over the first +limit+ $LOAD_PATH items. +walk+ holds, per item: its base (a String), false
+ * (a symlink, which RubyGems skips, or no directory there) or nil (the index cannot tell);
+ * +positions+ the item of each table position. */
+static int
+walk_answer(VALUE walk, VALUE positions, char *name, long len, long limit)
+{
+    const lo_lp_index *ix = lo_lp_index_get(lo_table);
+    if (limit > RARRAY_LEN(walk)) limit = RARRAY_LEN(walk);
+    int unknown = 0;
+    const char *suffixes[3] = { "", ".rb", lo_dlext };
+    for (int s = 0; s < 3; s++) {
+        size_t slen = strlen(suffixes[s]);
+        memcpy(name + len, suffixes[s], slen + 1);
+        long nlen = len + (long)slen;
+        const char *dot = last_byte(name, '.', nlen), *slash = last_byte(name, '/', nlen);
+        int listed = dot && (!slash || dot > slash) && (strcmp(dot, ".rb") == 0 || strcmp(dot, lo_dlext) == 0);
+        if (listed) {
+            /* The table's first holder; an unlisted item ahead of it may hold the name too. */
+            long pos = lo_lp_table_find(&ix->table, name, (size_t)nlen);
+            long item = pos >= 0 && pos < ix->first_opaque ? NUM2LONG(RARRAY_AREF(positions, pos)) : -1;
+            long opaque = ix->first_opaque < RARRAY_LEN(positions) ? NUM2LONG(RARRAY_AREF(positions, ix->first_opaque)) : -1;
+            if (opaque >= 0 && opaque < limit && (item < 0 || opaque < item)) { unknown = 1; continue; }
+            if (item < 0 || item >= limit) continue;
+            if (RARRAY_AREF(walk, item) == Qfalse) { unknown = 1; continue; } /* a symlink: a later one may hold it */
+            name[len] = '\0';
+            return WALK_FOUND;
+        }
+        for (long i = 0; i < limit; i++) {
+            VALUE base = RARRAY_AREF(walk, i);
+            if (NIL_P(base)) { unknown = 1; continue; }
+            if (!RB_TYPE_P(base, T_STRING)) continue;
+            int found = file_under(base, name, nlen);
+            if (found < 0) { unknown = 1; continue; }
+            if (found) { name[len] = '\0'; return WALK_FOUND; }
+        }
+    }
+    name[len] = '\0';
+    return unknown ? WALK_UNKNOWN : WALK_NOT_FOUND;
+}
+
+/* For a name of a default gem that is not activated: 1 when, after the walk (and the
+ * activation RubyGems would make), RubyGems would go on as for any other name; 0 when RubyGems
+ * must decide. */
+static int
+front_default_gem(VALUE fname, VALUE spec, char *buf, long len)
+{
+    if (!buf) return 0;
+    VALUE name = rb_funcall(spec, id_name, 0);
+    VALUE loaded = rb_funcall(lo_mGem, id_loaded_specs, 0);
+    /* Another version active (3.3 walks, 3.5+ passes), or Bundler's own extensions (4.0): RubyGems'. */
+    if (!RB_TYPE_P(loaded, T_HASH) || !NIL_P(rb_hash_lookup2(loaded, name, Qnil))) return 0;
+    if (RB_TYPE_P(name, T_STRING) && RSTRING_LEN(name) == 7 && memcmp(RSTRING_PTR(name), "bundler", 7) == 0) return 0;
+
+    VALUE insert = rb_funcall(lo_mGem, id_insert_index, 0);
+    VALUE activated = rb_funcall(lo_mGem, id_activated_gem_paths, 0);
+    if (!FIXNUM_P(insert) || !FIXNUM_P(activated)) return 0;
+    long limit = FIX2LONG(insert) - FIX2LONG(activated);
+    /* The state's view of $LOAD_PATH for the current table, or nil (a name the index does not
+     * model for this walk, such as one under an ignored directory). */
+    VALUE walk = callback(id_walk, 1, fname, Qnil, Qnil);
+    if (walk == Qundef || !RB_TYPE_P(walk, T_ARRAY) || RARRAY_LEN(walk) != 3 || RARRAY_AREF(walk, 0) != lo_table) return 0;
+    int answer = walk_answer(RARRAY_AREF(walk, 1), RARRAY_AREF(walk, 2), buf, len, limit < 0 ? 0 : limit);
+    RB_GC_GUARD(walk);
+    if (answer == WALK_UNKNOWN) return 0;
+    lo_counters[LO_C_GEM_WALKS]++;
+    if (answer == WALK_NOT_FOUND) rb_funcall(lo_front_helper, id_activate_default, 1, spec);
+    return 1;
+}
+
+/* Whether RubyGems would hand +fname+ to gem_original_require unchanged. */
+static int
+rubygems_passes(VALUE fname, char *buf, long len)
+{
+    if (lo_has_discover && !RTEST(rb_funcall(lo_mGem, id_discover, 0))) return 1;
+    VALUE spec = rb_funcall(lo_mGem, id_find_unresolved_default_spec, 1, fname);
+    if (!NIL_P(spec) && !front_default_gem(fname, spec, buf, len)) return 0;
+    VALUE deps = rb_funcall(lo_cSpecification, id_unresolved_deps, 0);
+    return RTEST(rb_funcall(deps, id_empty_p, 0));
+}
+
+/* An absolute or ./ path (Zeitwerk's requires, require File.expand_path(...)): no search to
+ * answer, but RubyGems' own work to skip when it would pass the path on (a default gem is never
+ * found under such a name). Ruby's require does the rest, as lo_require's fallback would. */
+static VALUE
+front_direct(VALUE fname)
+{
+    if (!rubygems_passes(fname, NULL, 0)) return call_rubygems(fname);
+    lo_counters[LO_C_REQUIRES]++;
+    lo_counters[LO_C_FRONT]++;
+    lo_counters[LO_C_DIRECT]++;
+    int state = 0;
+    VALUE result = rb_protect(call_require, fname, &state);
+    if (!state) return result;
+    VALUE err = rb_errinfo();
+    VALUE at = rb_obj_is_kind_of(err, rb_eLoadError) ? rb_attr_get(err, id_at_path) : Qnil;
+    if (RB_TYPE_P(at, T_STRING) && rb_str_equal(at, fname) == Qtrue) {
+        rb_set_errinfo(Qnil);
+        return rb_funcall(lo_front_helper, id_load_error, 2, fname, err);
+    }
+    rb_jump_tag(state);
+    return Qnil; /* not reached */
+}
+
+static VALUE
+lo_front_require(VALUE self, VALUE fname)
+{
+    if (NIL_P(lo_state) || lo_busy) return call_rubygems(fname);
+    if (!RB_TYPE_P(fname, T_STRING) || RBASIC_CLASS(fname) != rb_cString) return call_rubygems(fname);
+    const char *p = RSTRING_PTR(fname);
+    long len = RSTRING_LEN(fname);
+    int shape = shape_counter(fname, p, len);
+    if (shape == LO_C_DIRECT) return front_direct(fname);
+    if (shape >= 0) return call_rubygems(fname);
+
+    char buf[LO_MAX_FEATURE + 32];
+    memcpy(buf, p, (size_t)len);
+    buf[len] = '\0';
+    if (NIL_P(lo_table) || !load_path_unchanged() || !cwd_unchanged()) {
+        if (callback(id_refresh, 0, Qnil, Qnil, Qnil) == Qundef || NIL_P(lo_table)) return call_rubygems(fname);
+    }
+    if (!rubygems_passes(fname, buf, len)) return call_rubygems(fname);
+    if (NIL_P(lo_state) || NIL_P(lo_table)) return call_rubygems(fname);
+
+    long stem_len;
+    int ft = classify(buf, len, &stem_len);
+    int loaded = already_loaded(buf, len, ft);
+    if (loaded == LOADED) {
+        lo_counters[LO_C_REQUIRES]++;
+        lo_counters[LO_C_FRONT]++;
+        lo_counters[LO_C_PROVIDED]++;
+        return Qfalse;
+    }
+    if (loaded != NOT_PROVIDED) return call_rubygems(fname);
+    if (!load_path_unchanged() || !cwd_unchanged()) return call_rubygems(fname); /* the activation moved it */
+    const lo_lp_index *ix = lo_lp_index_get(lo_table);
+    long rel_len;
+    long pos = lookup(ix, buf, stem_len, ft, &rel_len);
+    if (pos < 0) return call_rubygems(fname);
+    lo_counters[LO_C_REQUIRES]++;
+    lo_counters[LO_C_FRONT]++;
+    return require_found(fname, ix, pos, buf, rel_len, 1);
+}
+
+
+/*
+ * The bundled-gems front: in place of Bundler's bundled-gems warning (Ruby 3.3+, bundled_gems.rb
+ * replace_require), which decorates Kernel#require and Kernel.require above RubyGems: each call
+ * runs Gem::BUNDLED_GEMS.warning?(name) (String copies, a split) before `no_warning_require`.
+ * warning? can only warn for a name that one of its checks finds among the bundled gems' names
+ * (SINCE, SINCE_FAST_PATH, EXACT): across Ruby 3.3, 3.4 and 4.0 those checks look up the feature,
+ * the feature without its extension, its first path segment, its first two joined by "-", all
+ * of them joined by "-", and its basename without extension (absolute paths under Ruby's lib dirs
+ * first lose that prefix). A name none of those can match, not starting with "reline" (3.4 asks
+ * the caller there), is passed on unchanged: this hook then does what no_warning_require would
+ * (the front hook for Kernel#require when it is RubyGems' place, else the lower hook) without
+ * Bundler's Ruby code. Anything else goes to Bundler's method.
+ */
+static VALUE lo_bundled_instance = Qnil; /* Bundler's Kernel#require, bound to the main object */
+static VALUE lo_bundled_singleton = Qnil; /* Bundler's Kernel.require, bound to Kernel */
+/* What each calls next, `kernel_class.send(:no_warning_require)`: from Kernel#require that is
+ * Kernel.no_warning_require (the singleton's), from Kernel.require it is Kernel#no_warning_require
+ * (the Class object finds Kernel's instance methods): 1 when that is the front hook, 0 the lower. */
+static int lo_bundled_instance_below_front, lo_bundled_singleton_below_front;
+static char *lo_bundled_names;           /* the names warning? knows, NUL-separated */
+static long lo_bundled_names_len;
+static VALUE lo_bundled_prefixes = Qnil;  /* Ruby's lib dirs with a trailing "/" */
+
+/* Whether [p, p+len) (with '/' read as '-' when +dashes+) is one of the bundled gems' names. */
+static int
+bundled_name(const char *p, long len, int dashes)
+{
+    const char *n = lo_bundled_names, *end = lo_bundled_names + lo_bundled_names_len;
+    while (n < end) {
+        long nlen = (long)strlen(n);
+        if (nlen == len) {
+            long i = 0;
+            for (; i < len; i++) {
+                char c = p[i];
+                if (dashes && c == '/') c = '-';
+                if (c != n[i]) break;
+            }
+            if (i == len) return 1;
+        }
+        n += nlen + 1;
+    }
+    return 0;
+}
+
+static int
+bundled_passes(VALUE fname)
+{
+    if (!RB_TYPE_P(fname, T_STRING) || RBASIC_CLASS(fname) != rb_cString) return 0;
+    const char *p = RSTRING_PTR(fname);
+    long len = RSTRING_LEN(fname);
+    if (len == 0 || len > LO_MAX_FEATURE || memchr(p, '\0', (size_t)len) || !rb_enc_str_asciionly_p(fname)) return 0;
+    if (len >= 6 && memcmp(p, "reline", 6) == 0) return 0;
+    for (long i = 0; i < RARRAY_LEN(lo_bundled_prefixes); i++) {
+        VALUE pre = RARRAY_AREF(lo_bundled_prefixes, i);
+        if (len >= RSTRING_LEN(pre) && memcmp(p, RSTRING_PTR(pre), (size_t)RSTRING_LEN(pre)) == 0) return 0;
+    }
+    const char *slash = last_byte(p, '/', len), *dot = last_byte(p, '.', len);
+    long stem = dot && (!slash || dot > slash) ? dot - p : len;   /* without its last extension */
+    const char *first = memchr(p, '/', (size_t)stem);
+    long seg0 = first ? first - p : stem;
+    const char *second = first ? memchr(first + 1, '/', (size_t)(stem - seg0 - 1)) : NULL;
+    long seg01 = second ? second - p : stem;
+    const char *base = slash ? slash + 1 : p;
+    long base_len = stem - (base - p);
+    if (base_len < 0) base_len = 0;
+    if (bundled_name(p, len, 0) || bundled_name(p, stem, 0) || bundled_name(p, seg0, 0) ||
+        bundled_name(p, seg01, 1) || bundled_name(p, stem, 1) || bundled_name(base, base_len, 0)) return 0;
+    return 1;
+}
+
+static VALUE
+lo_bundled_require(VALUE self, VALUE fname)
+{
+    if (NIL_P(lo_state) || lo_busy || !bundled_passes(fname)) return rb_method_call(1, &fname, lo_bundled_instance);
+    return lo_bundled_instance_below_front ? lo_front_require(self, fname) : lo_require(self, fname);
+}
+
+static VALUE
+lo_bundled_require_singleton(VALUE self, VALUE fname)
+{
+    if (NIL_P(lo_state) || lo_busy || !bundled_passes(fname)) return rb_method_call(1, &fname, lo_bundled_singleton);
+    return lo_bundled_singleton_below_front ? lo_front_require(self, fname) : lo_require(self, fname);
 }
 
 /* Loadout::Native.lp_activate(state, table, cwd): the hook answers from +table+ (built in
@@ -419,15 +715,100 @@ native_lp_counters_reset(VALUE self)
     return Qnil;
 }
 
+/* The hooks' method entries: each C function is defined once as "require" in a hidden module of
+ * its own, and every entry it takes the place of gets that definition under its own name (as
+ * `alias` does), so a frame of the hook is labelled "require" whatever the entry's name, like
+ * Ruby's C require under gem_original_require, or RubyGems' require under an alias. */
+static VALUE lo_mLowerHolder = Qnil, lo_mFrontHolder = Qnil, lo_mBundledHolder = Qnil, lo_mBundledSingletonHolder = Qnil;
+
+static VALUE
+put_hook(VALUE holder, VALUE mod, VALUE name, VALUE public)
+{
+    Check_Type(name, T_SYMBOL);
+    VALUE um = rb_funcall(holder, rb_intern("instance_method"), 1, ID2SYM(rb_intern("require")));
+    rb_funcall(mod, rb_intern("define_method"), 2, name, um);
+    rb_funcall(mod, rb_intern(RTEST(public) ? "public" : "private"), 1, name);
+    return Qnil;
+}
+
 /* Puts the hook in place of +mod+'s method +name+ (private unless +public+). */
 static VALUE
 native_lp_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
 {
-    Check_Type(name, T_SYMBOL);
-    const char *cname = rb_id2name(SYM2ID(name));
-    if (RTEST(public)) rb_define_method(mod, cname, lo_require, 1);
-    else rb_define_private_method(mod, cname, lo_require, 1);
+    return put_hook(lo_mLowerHolder, mod, name, public);
+}
+
+/* Loadout::Native.lp_front(rubygems, helper), before the first lp_front_hook: +rubygems+ is
+ * RubyGems' Kernel#require as a Method, called for what the front does not answer (it stays
+ * for the process: the hook is in RubyGems' place from then on); +helper+ activates default
+ * gems and handles a LoadError as RubyGems would. */
+static VALUE
+native_lp_front(VALUE self, VALUE rubygems, VALUE helper)
+{
+    if (!rb_obj_is_method(rubygems)) rb_raise(rb_eTypeError, "expected a Method");
+    if (!NIL_P(lo_rubygems)) rb_raise(rb_eArgError, "the front hook is installed already");
+    lo_mGem = rb_const_get(rb_cObject, rb_intern("Gem"));
+    lo_cSpecification = rb_const_get(lo_mGem, rb_intern("Specification"));
+    lo_has_discover = RTEST(rb_respond_to(lo_mGem, id_discover));
+    lo_front_helper = helper;
+    lo_rubygems = rubygems;
     return Qnil;
+}
+
+/* Puts the front hook in place of +mod+'s method +name+ (private unless +public+). */
+static VALUE
+native_lp_front_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
+{
+    if (NIL_P(lo_rubygems)) rb_raise(rb_eArgError, "lp_front first");
+    return put_hook(lo_mFrontHolder, mod, name, public);
+}
+
+/* Loadout::Native.lp_bundled(instance, singleton, below, names, prefixes): Bundler's two
+ * decorations as Methods (either may be nil), [instance's next is the front hook, singleton's],
+ * the names warning? knows and Ruby's lib dirs (see lo_bundled_require). Once. */
+static VALUE
+native_lp_bundled(VALUE self, VALUE instance, VALUE singleton, VALUE below, VALUE names, VALUE prefixes)
+{
+    if (!NIL_P(lo_bundled_instance) || !NIL_P(lo_bundled_singleton)) rb_raise(rb_eArgError, "the bundled-gems front is installed already");
+    if ((!NIL_P(instance) && !rb_obj_is_method(instance)) || (!NIL_P(singleton) && !rb_obj_is_method(singleton))) rb_raise(rb_eTypeError, "expected Methods");
+    Check_Type(below, T_ARRAY);
+    if (RARRAY_LEN(below) != 2) rb_raise(rb_eArgError, "below: [instance, singleton]");
+    Check_Type(names, T_ARRAY);
+    Check_Type(prefixes, T_ARRAY);
+    long total = 0;
+    for (long i = 0; i < RARRAY_LEN(names); i++) {
+        VALUE n = RARRAY_AREF(names, i);
+        Check_Type(n, T_STRING);
+        total += RSTRING_LEN(n) + 1;
+    }
+    char *buf = ruby_xmalloc((size_t)(total ? total : 1));
+    long at = 0;
+    for (long i = 0; i < RARRAY_LEN(names); i++) {
+        VALUE n = RARRAY_AREF(names, i);
+        memcpy(buf + at, RSTRING_PTR(n), (size_t)RSTRING_LEN(n));
+        at += RSTRING_LEN(n);
+        buf[at++] = '\0';
+    }
+    for (long i = 0; i < RARRAY_LEN(prefixes); i++) {
+        VALUE pre = RARRAY_AREF(prefixes, i);
+        Check_Type(pre, T_STRING);
+    }
+    lo_bundled_names = buf;
+    lo_bundled_names_len = total;
+    lo_bundled_prefixes = rb_ary_freeze(rb_ary_dup(prefixes));
+    lo_bundled_instance_below_front = RTEST(RARRAY_AREF(below, 0));
+    lo_bundled_singleton_below_front = RTEST(RARRAY_AREF(below, 1));
+    lo_bundled_singleton = singleton;
+    lo_bundled_instance = instance;
+    return Qnil;
+}
+
+/* Puts the bundled-gems front in place of +mod+'s +name+ (+singleton+: Kernel.require's). */
+static VALUE
+native_lp_bundled_hook(VALUE self, VALUE mod, VALUE name, VALUE public, VALUE singleton)
+{
+    if (NIL_P(RTEST(singleton) ? lo_bundled_singleton : lo_bundled_instance)) rb_raise(rb_eArgError, "lp_bundled first, with that method");
+    return put_hook(RTEST(singleton) ? lo_mBundledSingletonHolder : lo_mBundledHolder, mod, name, public);
 }
 
 /* The index's answer for +feature+ without loading anything (LoadPath.find, tests):
@@ -468,6 +849,21 @@ lo_require_native_init(VALUE mNative)
     rb_gc_register_address(&lo_pending);
     rb_gc_register_address(&lo_load_path);
     rb_gc_register_address(&lo_cwd);
+    rb_gc_register_address(&lo_rubygems);
+    rb_gc_register_address(&lo_front_helper);
+    rb_gc_register_address(&lo_mGem);
+    rb_gc_register_address(&lo_cSpecification);
+    id_find_unresolved_default_spec = rb_intern("find_unresolved_default_spec");
+    id_unresolved_deps = rb_intern("unresolved_deps");
+    id_empty_p = rb_intern("empty?");
+    id_loaded_specs = rb_intern("loaded_specs");
+    id_name = rb_intern("name");
+    id_insert_index = rb_intern("load_path_insert_index");
+    id_activated_gem_paths = rb_intern("activated_gem_paths");
+    id_activate_default = rb_intern("activate_default");
+    id_load_error = rb_intern("load_error");
+    id_walk = rb_intern("__walk");
+    id_discover = rb_intern("discover_gems_on_require");
 
     id_refresh = rb_intern("__refresh");
     id_miss = rb_intern("__miss");
@@ -489,6 +885,25 @@ lo_require_native_init(VALUE mNative)
     rb_define_module_function(mNative, "lp_instrument", native_lp_instrument, 1);
     rb_define_module_function(mNative, "lp_counters", native_lp_counters, 0);
     rb_define_module_function(mNative, "lp_counters_reset", native_lp_counters_reset, 0);
+    lo_mLowerHolder = rb_module_new();
+    rb_gc_register_address(&lo_mLowerHolder);
+    rb_define_private_method(lo_mLowerHolder, "require", lo_require, 1);
+    lo_mFrontHolder = rb_module_new();
+    rb_gc_register_address(&lo_mFrontHolder);
+    rb_define_private_method(lo_mFrontHolder, "require", lo_front_require, 1);
+    lo_mBundledHolder = rb_module_new();
+    rb_gc_register_address(&lo_mBundledHolder);
+    rb_define_private_method(lo_mBundledHolder, "require", lo_bundled_require, 1);
+    lo_mBundledSingletonHolder = rb_module_new();
+    rb_gc_register_address(&lo_mBundledSingletonHolder);
+    rb_define_private_method(lo_mBundledSingletonHolder, "require", lo_bundled_require_singleton, 1);
+    rb_gc_register_address(&lo_bundled_instance);
+    rb_gc_register_address(&lo_bundled_singleton);
+    rb_gc_register_address(&lo_bundled_prefixes);
     rb_define_module_function(mNative, "lp_hook", native_lp_hook, 3);
     rb_define_module_function(mNative, "lp_lookup", native_lp_lookup, 2);
+    rb_define_module_function(mNative, "lp_front", native_lp_front, 2);
+    rb_define_module_function(mNative, "lp_front_hook", native_lp_front_hook, 3);
+    rb_define_module_function(mNative, "lp_bundled", native_lp_bundled, 5);
+    rb_define_module_function(mNative, "lp_bundled_hook", native_lp_bundled_hook, 4);
 }

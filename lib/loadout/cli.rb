@@ -23,6 +23,7 @@ module Loadout
     autoload :FileSelection, File.expand_path("cli/file_selection", __dir__)
     autoload :CheckFiles, File.expand_path("cli/check_files", __dir__)
     autoload :Bench, File.expand_path("cli/bench", __dir__)
+    autoload :GCCommand, File.expand_path("cli/gc_command", __dir__)
 
     COMMANDS = {
       "precompile" => "fill the compile caches and build the load-path index for the current bundle",
@@ -31,6 +32,7 @@ module Loadout
       "compact" => "rewrite the store without dead records and entries that can never be served again",
       "clean" => "delete cache entries (--all, or by --kind / --variant)",
       "bench" => "time this app's boot: plain Ruby, and loadout cold, warm and CI-style",
+      "gc" => "the RUBY_GC_* settings for this app's boot, from what the last boot ended with",
       "version" => "print the version"
     }.freeze
 
@@ -120,6 +122,10 @@ module Loadout
 
     def bench_command(argv)
       Bench.new(self, argv).run
+    end
+
+    def gc_command(argv)
+      GCCommand.new(self, argv).run
     end
 
     def version_command(argv)

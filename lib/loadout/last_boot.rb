@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "trust"
+require_relative "gc_settings"
 
 module Loadout
   # The last boot's numbers for `loadout stats`, in a small text file beside the store
@@ -48,7 +49,8 @@ module Loadout
       end
 
       # What a boot records: when and who, the setup time, whether it wrote to the store (or had
-      # its worker write), and each installed component's counters.
+      # its worker write), each installed component's counters, and the GC's counts and heap at
+      # the end (GCSettings: what `loadout gc` recommends from).
       #: (Array[Module], Float?, bool) -> Hash[String, untyped]
       def snapshot(installed, setup_seconds, wrote)
         data = { "at" => Time.now.to_i, "pid" => Process.pid, "program" => $PROGRAM_NAME.to_s,
@@ -59,6 +61,7 @@ module Loadout
           stats = mod.respond_to?(:stats) ? mod.stats : nil
           data[name] = stats.transform_keys(&:to_s) if stats.is_a?(Hash)
         end
+        data["gc"] = GCSettings.snapshot
         data
       end
 

@@ -3,6 +3,8 @@
 require_relative "native"
 require_relative "instrumentation"
 require_relative "load_path/require_hook"
+require_relative "load_path/rubygems_front"
+require_relative "load_path/bundled_gems_front"
 require_relative "load_path/boot_record"
 require_relative "load_path/codec"
 require_relative "load_path/entry"
@@ -64,6 +66,8 @@ module Loadout
         Index.reset_counters
         state.boot!
         RequireHook.install!
+        RubyGemsFront.install!
+        BundledGemsFront.install!
         Instrumentation.__watch { |on| Index.instrument(on) } unless @watching
         @watching = true
         @state = state
@@ -100,7 +104,9 @@ module Loadout
 
       # Counters for the stats printer: requires, hits, misses, fallbacks (and per reason),
       # already_loaded, rescans (directories listed), restored_entries (listings used as stored),
-      # restored (every listing came from the store), restore_ms.
+      # restored (every listing came from the store), restore_ms; with RubyGems' require in
+      # place (RubyGemsFront): front (of those requires, the ones answered above RubyGems),
+      # rubygems (handed to RubyGems' own require), gem_walks (default-gem walks answered).
       #: () -> Hash[Symbol, untyped]
       def stats
         state = @state or return {}
@@ -111,6 +117,7 @@ module Loadout
           fallbacks: reasons.values.sum, fallback_reasons: reasons, already_loaded: counts[:already_loaded],
           rescans: lister.scanned, restored_entries: lister.restored,
           restored: lister.scanned.zero? && lister.restored.positive? }
+          .merge(%i[front rubygems gem_walks].to_h { |k| [k, counts[k]] }.reject { |_, n| n.zero? })
       end
 
       # Says what the next boot whose $LOAD_PATH is +load_path+ (at `require "loadout/setup"`)
@@ -177,7 +184,7 @@ module Loadout
       # call through Kernel#require that an earlier decorator would see). Kept for callers that
       # want the cost paid up front.
       def __load_parts # :nodoc:
-        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook]
+        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront, BundledGemsFront]
       end
 
       private

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "rbconfig"
+require "rbconfig" unless defined?(::RbConfig) # never through $LOAD_PATH after setup: an app may have emptied it
 require_relative "native"
 
 module Loadout

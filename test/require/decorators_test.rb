@@ -81,7 +81,11 @@ class RequireDecoratorsTest < Minitest::Test
     RUBY
   }.freeze
 
-  def check_style(decorator, order)
+  # RubyGems' Kernel#require stays in place without Bundler: loadout then also answers above it
+  # (LoadPath::RubyGemsFront), and each decorator must still see what it sees without loadout.
+  NO_BUNDLER = { "RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil, "BUNDLER_SETUP" => nil, "BUNDLE_BIN_PATH" => nil }.freeze
+
+  def check_style(decorator, order, env: {})
     with_files(FILES) do |dir|
       prelude = "$LOAD_PATH.unshift(#{"#{dir}/lib".dump})\n"
       script = if order == :before # the decorator first, then loadout (if on)
@@ -90,7 +94,7 @@ class RequireDecoratorsTest < Minitest::Test
                  "#{prelude}#{decorator}#{BODY}"
                end
       setup = order == :before ? "$__with_loadout = true" : "Loadout::LoadPath.install!"
-      _, with = assert_same_behaviour(script.gsub("DIR", dir), setup: setup)
+      _, with = assert_same_behaviour(script.gsub("DIR", dir), setup: setup, env: env)
       # An UnboundMethod of Ruby's require taken before setup keeps calling Ruby's require (not
       # accelerated, not changed); Kernel.require still goes through the index.
       bypassed = decorator.include?("instance_method(:require)") && order == :before
@@ -106,6 +110,17 @@ class RequireDecoratorsTest < Minitest::Test
 
     test "#{name} installed before loadout" do
       check_style(decorator, :before)
+    end
+
+    %i[before after].each do |order|
+      test "#{name} installed #{order} loadout, RubyGems' require in place (no Bundler)" do
+        with = check_style(decorator, order, env: NO_BUNDLER)
+        # The front answers under a decorator installed before it too (it replaced RubyGems'
+        # entry, which the decorator wraps), except where the decorator holds RubyGems' require
+        # as an UnboundMethod taken before setup.
+        held = decorator.include?("instance_method(:require)") && order == :before
+        assert_operator with.stats[:front].to_i, held ? :== : :>, 0, with.stats.inspect
+      end
     end
   end
 

@@ -59,14 +59,16 @@ class RequireZeitwerkTest < Minitest::Test
     check(:zeitwerk) { Zeitwerk::VERSION }
   RUBY
 
-  def run_zeitwerk(version, order)
+  NO_BUNDLER = { "RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil, "BUNDLER_SETUP" => nil, "BUNDLE_BIN_PATH" => nil }.freeze
+
+  def run_zeitwerk(version, order, env: {})
     lib = Loadout::TestSupport::GemVersions.lib("zeitwerk", version, versions: VERSIONS)
     with_files(FILES) do |dir|
       reset = -> { File.write("#{dir}/lib/app/thing.rb", FILES[0][1]) }
       setup = "$__with_loadout = true; $__order = #{order.inspect}"
       setup += "; Loadout::LoadPath.install!" if order == :before
       script = SCRIPT.gsub("ZWLIB", lib.dump).gsub("DIR", dir)
-      _, with = assert_same_behaviour(script, setup: setup, before_each: reset)
+      _, with = assert_same_behaviour(script, setup: setup, before_each: reset, env: env)
       assert_equal [:ok, "\"v2\""], with.steps.assoc(:reloaded)[1, 2], "reload ran the new code (Zeitwerk #{version})"
       assert_index_used(with, hits: 1)
       with
@@ -81,6 +83,15 @@ class RequireZeitwerkTest < Minitest::Test
 
     test "Zeitwerk #{version}, loadout set up after it" do
       run_zeitwerk(version, :after)
+    end
+  end
+
+  # Without Bundler, RubyGems' require sits under Zeitwerk's and loadout answers above it
+  # (LoadPath::RubyGemsFront): Zeitwerk's alias of RubyGems' require becomes the front hook.
+  %i[before after].each do |order|
+    test "Zeitwerk #{VERSIONS.last}, loadout set up #{order == :before ? "first" : "after it"}, RubyGems' require in place" do
+      with = run_zeitwerk(VERSIONS.last, order, env: NO_BUNDLER)
+      assert_operator with.stats[:front].to_i, :>, 0, with.stats.inspect
     end
   end
 end

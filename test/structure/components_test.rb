@@ -20,13 +20,14 @@ class ComponentsTest < Minitest::Test
     "rake_tasks" => %w[rake error],
     "rake" => %w[cli error version],
     "cli" => %w[loadout env boot compile_cache load_path store config eviction last_boot loaded_files scan trust
-                app_root error native version],
+                gc_settings app_root error native version],
     "boot" => %w[compile_cache load_path store config eviction last_boot loaded_files stats trust error
                  instrumentation native],
     "self_cache" => %w[compile_cache trust native error version],
     "stats" => %w[instrumentation native error],
     "eviction" => %w[compile_cache load_path],
-    "last_boot" => %w[trust],
+    "last_boot" => %w[trust gc_settings],
+    "gc_settings" => %w[],
     "loaded_files" => %w[],
     "compile_cache" => %w[loaded_files store trust error instrumentation native],
     "load_path" => %w[scan instrumentation native error],
@@ -48,7 +49,7 @@ class ComponentsTest < Minitest::Test
 
   def constant_names
     names = (Dir.children(LIB).map { |f| f.delete_suffix(".rb") }.uniq - %w[loadout_ext]).to_h do |c|
-      [c.split("_").map(&:capitalize).join.sub(/\ACli\z/, "CLI"), c]
+      [c.split("_").map(&:capitalize).join.sub(/\ACli\z/, "CLI").sub(/\AGc/, "GC"), c]
     end
     names.merge("Setup" => nil) # Loadout.setup is a method, not the component
   end

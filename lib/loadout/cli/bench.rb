@@ -3,23 +3,27 @@
 require "fileutils"
 require "rbconfig"
 require "tmpdir"
+require_relative "../last_boot"
+require_relative "../gc_settings"
 
 module Loadout
   class CLI
     # `loadout bench [--rounds N] [-- COMMAND...]`: how long the app this is run in takes to boot,
     # with and without loadout: plain Ruby (LOADOUT_DISABLE=1), a cold cache (empty), a warm one,
-    # and a CI-style one (built by a copy of the app at another path, as a CI job restores a cache
-    # into a fresh checkout: every app file is revalidated by digest, the load-path index rebuilt).
-    # Each boot is a fresh process, timed until it exits; any background compile it leaves is
-    # waited for before the next. Caches live in a temporary directory (LOADOUT_CACHE_DIR): the
-    # app's own cache and files are never touched. Prints one small table.
+    # the warm one with the RUBY_GC_* settings `loadout gc` gives for this app (GCSettings), and a
+    # CI-style one (built by a copy of the app at another path, as a CI job restores a cache into
+    # a fresh checkout: every app file is revalidated by digest, the load-path index rebuilt).
+    # Each boot is a fresh process, timed until it exits; whatever it leaves running in its
+    # process group is waited for before the next. Caches live in a temporary directory
+    # (LOADOUT_CACHE_DIR): the app's own cache and files are never touched. Prints one small table.
     class Bench # :nodoc:
       BANNER = <<~TEXT.chomp
         Usage: loadout bench [--rounds N] [-- COMMAND...]
 
         Boots the app in this directory N times each: plain Ruby (LOADOUT_DISABLE=1), loadout with a
-        cold cache, a warm cache, and a CI-style cache (built by a copy of the app elsewhere), and
-        prints the median and fastest wall time of each. COMMAND (default: Ruby requiring
+        cold cache, a warm cache, the warm cache with the GC settings `loadout gc` gives for this app,
+        and a CI-style cache (built by a copy of the app elsewhere), and prints the median and fastest
+        wall time of each. COMMAND (default: Ruby requiring
         config/environment.rb, else config/boot.rb, else bundler/setup and loadout/setup) must set
         loadout up through `require "loadout/setup"`. The app's own cache is not touched.
       TEXT
@@ -28,6 +32,8 @@ module Loadout
       DRAIN_SECONDS = 120
       # Whatever the caller's environment says, the loadout rows boot with loadout on and writing.
       LOADOUT_ON = { "LOADOUT_DISABLE" => nil, "LOADOUT_READONLY" => nil }.freeze
+      # Every row boots with Ruby's GC defaults but the one that sets `loadout gc`'s settings.
+      GC_UNSET = ENV.keys.grep(/\ARUBY_GC_/).to_h { |k| [k, nil] }.freeze
 
       def initialize(cli, argv)
         @cli = cli
@@ -83,6 +89,11 @@ module Loadout
         warm = fresh_dir(tmp)
         2.times { boot(@root, "LOADOUT_CACHE_DIR" => warm) } # fill it, then the racy window's rewrite
         rows << ["loadout, warm cache", times(rounds) { boot(@root, "LOADOUT_CACHE_DIR" => warm) }]
+        settings = gc_settings(warm)
+        unless settings.empty?
+          env = settings.to_h { |name, value, _| [name, value.to_s] }.merge("LOADOUT_CACHE_DIR" => warm)
+          rows << ["loadout, warm, `loadout gc` settings", times(rounds) { boot(@root, env) }]
+        end
         built = ci_cache(tmp)
         ci = times(rounds) do
           dir = fresh_dir(tmp)
@@ -91,7 +102,14 @@ module Loadout
         end
         rows << ["loadout, CI-style cache", ci]
         table(rows)
+        out.puts "  (GC settings: #{settings.map { |name, value, _| "#{name}=#{value}" }.join(" ")})" unless settings.empty?
         0
+      end
+
+      # What `loadout gc` recommends after the warm boots into +dir+.
+      def gc_settings(dir)
+        record = LastBoot.read(File.join(dir, "store")) or return []
+        GCSettings.recommend(record.filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h)
       end
 
       # Boots +rounds+ times; returns the seconds each took.
@@ -101,7 +119,7 @@ module Loadout
 
       # One boot in +dir+ with +env+ added; returns its wall time. A failing boot stops the bench.
       def boot(dir, env)
-        env = LOADOUT_ON.merge(env)
+        env = LOADOUT_ON.merge(GC_UNSET).merge(env)
         gemfile = ENV["BUNDLE_GEMFILE"].to_s
         # Under `bundle exec`, the copy of the app boots with its own Gemfile, not the original's.
         if dir != @root && gemfile.start_with?("#{@root}/")
@@ -156,7 +174,7 @@ module Loadout
         File.join(tmp, "cache-#{@dirs}").tap { |d| FileUtils.mkdir_p(d) }
       end
 
-      # Waits for what the boot left running in its process group (the background compiler).
+      # Waits for what the boot left running in its process group.
       def drain(pgid)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + DRAIN_SECONDS
         sleep 0.02 while group_alive?(pgid) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline

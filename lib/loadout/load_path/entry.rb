@@ -129,13 +129,7 @@ module Loadout
       def maybe_changed_for?(dir)
         return File.directory?(@base) if @dirs.nil? || @dirs.empty?
 
-        map = mtime_map
-        dir = "" if dir == "."
-        until map.key?(dir)
-          slash = dir.rindex("/")
-          dir = slash ? dir[0, slash] : ""
-        end
-        mtime_ns(dir.empty? ? @base : "#{@base}/#{dir}") != map[dir]
+        Index.dir_changed?(@base, @dirs, @mtimes, dir == "." ? "" : dir)
       end
 
       # The path Ruby would record for +rel+ found in this entry.

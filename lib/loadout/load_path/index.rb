@@ -15,6 +15,7 @@ module Loadout
           # [position, name] for +feature+, :miss or :unknown_entry (nothing is loaded).
           def lookup(table, feature) = Native.lp_lookup(table, feature)
           def dirs_fresh?(base, dirs, mtimes) = Native.lp_dirs_fresh(base, dirs, mtimes)
+          def dir_changed?(base, dirs, mtimes, dir) = Native.lp_dir_changed(base, dirs, mtimes, dir)
           # The hook answers from +table+ (built in +cwd+ when it holds relative entries) and calls
           # +state+ back; nil state: plain require.
           # (+snapshot+ is the twin's; the C hook keeps its own, and falls back to Ruby while a
@@ -31,6 +32,7 @@ module Loadout
           def table(listings, bases) = RubyIndex::Table.new(listings, bases)
           def lookup(table, feature) = RubyIndex.lookup(table, feature)
           def dirs_fresh?(base, dirs, mtimes) = RubyIndex.dirs_fresh?(base, dirs, mtimes)
+          def dir_changed?(base, dirs, mtimes, dir) = RubyIndex.dir_changed?(base, dirs, mtimes, dir)
           def activate(state, table, cwd = nil, snapshot = nil) = RubyHook.activate(state, table, cwd, snapshot)
           def snapshot = RubyHook.snapshot
           def instrument(on) = RubyHook.instrument(on)
@@ -41,8 +43,10 @@ module Loadout
 
       # What the counters count, in the order both backends keep them. +direct+: absolute and
       # ./ paths, which Ruby does not search (nothing to answer).
+      # +front+: requires answered above RubyGems (RubyGemsFront), +rubygems+: handed by the front
+      # to RubyGems' own require, +gem_walks+: RubyGems' default-gem walks answered from the index.
       COUNTERS = %i[requires already_loaded hits misses unknown_entry stale not_string direct encoding shape
-                    extension busy].freeze
+                    extension busy front rubygems gem_walks].freeze
       # Of those, the requires the index handed to Ruby unresolved, by reason.
       FALLBACKS = %i[unknown_entry stale not_string encoding shape extension busy].freeze
     end

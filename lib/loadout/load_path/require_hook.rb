@@ -34,10 +34,30 @@ module Loadout
           found = targets
           verbose = $VERBOSE
           $VERBOSE = nil # redefining an aliased C method warns under -w; nothing here is a mistake
-          found.each { |mod, name, public| hook(mod, name, public) }
+          found.each do |mod, name, public|
+            hook(mod, name, public)
+            register(:lower, mod, name)
+          end
           found.size
         ensure
           $VERBOSE = verbose
+        end
+
+        # Remembers the entry +name+ of +mod+ as loadout's hook of +kind+ (:lower, or a front's:
+        # :rubygems, :bundled), just put there: hooked? and targets compare entries with it.
+        def register(kind, mod, name)
+          (@hooks ||= {})[[kind, mod]] ||= own_method(mod, name)
+        end
+
+        # Whether +mod+'s +name+ is loadout's hook of +kind+ (an entry with the same definition as
+        # the one register recorded: the native hooks are C methods, told apart by their function).
+        # The twin's hooks are Ruby methods defined by loadout's files.
+        def hooked?(mod, name, kind = :lower)
+          ref = @hooks&.[]([kind, mod]) or return false
+          um = own_method(mod, name) or return false
+          return um == ref if BACKEND == :native
+
+          um.source_location&.first&.start_with?(File.dirname(__FILE__)) ? true : false
         end
 
         # [module, name, public?] for each method entry of Kernel and Kernel's singleton class that
@@ -52,19 +72,28 @@ module Loadout
           end
         end
 
-        private
-
-        def ruby_require?(mod, name)
-          um = own_method(mod, name)
-          um && um.source_location.nil? && um.original_name == :require && um.arity == 1
-        end
-
         # The entry in +mod+'s own method table, behind any module prepended to +mod+ (which
         # instance_method would answer first).
         def own_method(mod, name)
           um = mod.instance_method(name)
           um = um.super_method while um && um.owner != mod
           um
+        rescue NameError # no such method
+          nil
+        end
+
+        private
+
+        # Ruby's C require: a C method (no source) first defined as require, taking one argument,
+        # and not one of loadout's fronts (C methods defined as require too; the lower hook itself
+        # matches, and replacing it by itself changes nothing).
+        def ruby_require?(mod, name)
+          um = own_method(mod, name)
+          return false unless um && um.source_location.nil? && um.original_name == :require && um.arity == 1
+
+          (@hooks || {}).none? { |(kind, m), ref| kind != :lower && m.equal?(mod) && ref == um }
+        rescue NameError
+          false
         end
 
         def hook(mod, name, public)
@@ -73,6 +102,7 @@ module Loadout
           else
             original = own_method(mod, name)
             hook = RubyHook
+            hook.ruby_require ||= original
             mod.send(:define_method, name) { |feature| hook.require(self, feature, original) }
             mod.send(:private, name) unless public
           end

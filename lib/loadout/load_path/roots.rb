@@ -11,6 +11,8 @@ module Loadout
       CONFIG = RbConfig::CONFIG
       # Under these the file set can change without the path changing (dpkg, site installs).
       VOLATILE = %w[sitedir sitearchdir vendordir vendorarchdir].map { |k| CONFIG[k] }.compact.freeze
+      # [root, root with a trailing "/"]: what under? compares (made once, not per entry).
+      VOLATILE_PAIRS = VOLATILE.map { |r| [r, r.end_with?("/") ? r : "#{r}/"].freeze }.freeze
 
       attr_reader :stable
 
@@ -18,14 +20,16 @@ module Loadout
       # app's bundle for them: the CLI's own Gem.path and bundle path may differ).
       def initialize(stable = nil)
         @stable = stable ? stable.dup.freeze : stable_roots
+        @stable_pairs = @stable.map { |r| [r, r.end_with?("/") ? r : "#{r}/"].freeze }.freeze
+        @real = {}
       end
 
       # :stable or :volatile for an entry at +expanded+ (File.expand_path of the item) whose
       # realpath is +base+: a gem dir reached through a symlinked gem home is still a gem dir.
       def classify(expanded, base = expanded)
         paths = expanded == base ? [expanded] : [expanded, base]
-        return :volatile if paths.any? { |p| VOLATILE.any? { |r| under?(p, r) } }
-        return :stable if paths.any? { |p| @stable.any? { |r| under?(p, r) } }
+        return :volatile if paths.any? { |p| VOLATILE_PAIRS.any? { |pair| under?(p, pair) } }
+        return :stable if paths.any? { |p| @stable_pairs.any? { |pair| under?(p, pair) } }
 
         :volatile
       end
@@ -35,19 +39,25 @@ module Loadout
       # a stable root changes without a new path. A gem home behind a symlink that now points
       # elsewhere (a deploy switching releases) fails this and the entry's realpath is computed.
       def trusts_base?(expanded, base)
-        root = @stable.select { |r| under?(expanded, r) }.max_by(&:length) or return false
-        real = (@real ||= {})[root] ||= begin
-          File.realpath(root)
-        rescue SystemCallError
-          root
+        root = nil
+        @stable_pairs.each { |pair| root = pair[0] if under?(expanded, pair) && (root.nil? || pair[0].length > root.length) }
+        return false unless root
+
+        real, prefix = @real[root] ||= begin
+          path = begin
+            File.realpath(root)
+          rescue SystemCallError
+            root
+          end
+          [path, path.end_with?("/") ? path : "#{path}/"].freeze
         end
-        base == real || base.start_with?(real.end_with?("/") ? real : "#{real}/")
+        base == real || base.start_with?(prefix)
       end
 
       private
 
-      def under?(path, root)
-        path == root || path.start_with?(root.end_with?("/") ? root : "#{root}/")
+      def under?(path, (root, prefix))
+        path == root || path.start_with?(prefix)
       end
 
       # Gem dirs, not gem homes: "<home>/gems/x-1.0/lib" is stable, "<home>/whatever" is not.

@@ -10,8 +10,8 @@ module Loadout
     # require of a loaded feature here, as without loadout (for a loaded extension required again
     # by name, that is Ruby's search of every entry for a .rb, which the native hook answers).
     module RubyHook # :nodoc:
-      REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, EXTENSION, BUSY =
-        (0...12).to_a.freeze
+      REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, EXTENSION, BUSY,
+        FRONT, RUBYGEMS, GEM_WALKS = (0...15).to_a.freeze
       DLEXT = ".#{RbConfig::CONFIG["DLEXT"]}"
       # The :fallback event's reason per counter (none for DIRECT: nothing to search).
       REASONS = { UNKNOWN => :unknown_entry, NOT_STRING => :not_string, ENCODING => :encoding, SHAPE => :shape,
@@ -20,11 +20,14 @@ module Loadout
       @state = nil
       @pair = [nil, nil, nil].freeze # [table, $LOAD_PATH snapshot, cwd], replaced together
       @instrument = false
-      @counters = Array.new(12, 0)
+      @counters = Array.new(15, 0)
       @loaded = nil
+      @ruby_require = nil
 
       class << self
         attr_reader :counters
+        # Ruby's own C require (the first entry RequireHook replaced), for the front's hits.
+        attr_accessor :ruby_require
 
         # +snapshot+: $LOAD_PATH as it was when the state began building +table+ (a reader in
         # another thread sees the old table with the old snapshot, or both new ones).
@@ -43,7 +46,7 @@ module Loadout
         end
 
         def reset_counters
-          @counters = Array.new(12, 0)
+          @counters = Array.new(15, 0)
         end
 
         def loaded_features_changed
@@ -71,7 +74,127 @@ module Loadout
           end
         end
 
+        # RubyGems' Kernel#require (and its aliases) while the front is installed (see
+        # RubyGemsFront and require_native.c lo_front_require); +rubygems+ is RubyGems' require
+        # as a Method. Where RubyGems would pass the name on unchanged, a name the index resolves
+        # is required by its path and a feature that may be loaded goes straight to Ruby's
+        # require (the twin cannot tell loaded from maybe loaded: Ruby decides, as it would
+        # under RubyGems); anything else goes to RubyGems.
+        def front(feature, rubygems)
+          found = @state && @ruby_require && internal { front_decide(feature) }
+          unless found
+            @counters[RUBYGEMS] += 1
+            return rubygems.call(feature)
+          end
+
+          @counters[REQUIRES] += 1
+          @counters[FRONT] += 1
+          if found == :loaded || found == :direct
+            @counters[found == :loaded ? PROVIDED : DIRECT] += 1
+            path = feature
+          else
+            @counters[HITS] += 1
+            @state.__event(:hit, feature, nil) if @instrument
+            path = found
+          end
+          begin
+            @ruby_require.bind_call(TOPLEVEL_BINDING.receiver, path)
+          rescue LoadError => e
+            if e.path == path && found.is_a?(String)
+              @counters[STALE] += 1
+              internal { @state&.__stale(found) }
+              return rubygems.call(feature)
+            end
+            raise unless e.path == feature
+
+            RubyGemsFront.load_error(feature, e)
+          end
+        end
+
         private
+
+        # The path the front requires for +feature+, :loaded or :direct (Ruby decides, without
+        # RubyGems: a feature that may be loaded, an absolute or ./ path), or nil (RubyGems decides).
+        def front_decide(feature)
+          state = @state
+          return nil if !feature.instance_of?(String) || state.busy?
+
+          shape = shape_of(feature)
+          return rubygems_passes?(state, feature) ? :direct : nil if shape == DIRECT
+          return nil if shape
+          return nil unless rubygems_passes?(state, feature)
+          return :loaded if @loaded.maybe_loaded?(stem_of(feature), nil)
+
+          table = current_table(state) or return nil
+          found = RubyIndex.lookup(table, feature)
+          found.is_a?(Array) ? found_path(table, found, feature) : nil
+        end
+
+        # require_native.c rubygems_passes / front_default_gem.
+        def rubygems_passes?(state, feature)
+          return true if ::Gem.respond_to?(:discover_gems_on_require) && !::Gem.discover_gems_on_require
+
+          spec = ::Gem.find_unresolved_default_spec(feature)
+          return false if spec && !default_gem_walked?(state, feature, spec)
+
+          ::Gem::Specification.unresolved_deps.empty?
+        end
+
+        def default_gem_walked?(state, feature, spec)
+          return false if ::Gem.loaded_specs[spec.name] || spec.name == "bundler"
+
+          table = current_table(state) or return false
+          limit = ::Gem.load_path_insert_index - ::Gem.activated_gem_paths
+          walk = state.__walk(feature)
+          return false unless walk && walk[0].equal?(table)
+
+          answer = walk_answer(table, walk[1], walk[2], feature, limit)
+          return false if answer == :unknown
+
+          @counters[GEM_WALKS] += 1
+          RubyGemsFront.activate_default(spec) if answer == :not_found
+          true
+        end
+
+        # require_native.c walk_answer: :found, :not_found or :unknown.
+        def walk_answer(table, items, positions, feature, limit)
+          limit = limit.clamp(0, items.size)
+          unknown = false
+          ["", ".rb", DLEXT].each do |suffix|
+            name = "#{feature}#{suffix}"
+            if name.end_with?(".rb", DLEXT)
+              pos = table.find(name)
+              item = pos && pos < table.first_opaque ? positions[pos] : nil
+              opaque = table.first_opaque < positions.size ? positions[table.first_opaque] : nil
+              next unknown = true if opaque && opaque < limit && (item.nil? || opaque < item)
+              next if item.nil? || item >= limit
+              next unknown = true if items[item] == false
+
+              return :found
+            end
+            items.first(limit).each do |base|
+              next unknown = true if base.nil?
+              next unless base
+              return :found if File.file?(base == "/" ? "/#{name}" : "#{base}/#{name}")
+            end
+          end
+          unknown ? :unknown : :not_found
+        end
+
+        # The table for the current $LOAD_PATH and cwd (refreshed when either changed), or nil.
+        def current_table(state)
+          table, snapshot, cwd = @pair
+          return table unless table.nil? || $LOAD_PATH != snapshot || (cwd && cwd != Dir.pwd)
+
+          state.__refresh
+          @pair[0]
+        end
+
+        def found_path(table, found, feature)
+          pos, rel = found
+          base = table.bases[pos]
+          (base == "/" ? "/#{rel}" : "#{base}/#{rel}").force_encoding(feature.encoding)
+        end
 
         # The path to hand Ruby, :miss (Ruby's search would find nothing), or nil (Ruby decides).
         def decide(feature)

@@ -91,6 +91,24 @@ module Loadout
           end
         end
 
+        # lp_native.c lp_dir_changed: one stat, of the deepest recorded directory on the way to
+        # +dir+ ("" for +base+).
+        def dir_changed?(base, dirs, mtimes, dir)
+          names = Codec.names(dirs)
+          times = mtimes.unpack("q*")
+          best = names.each_index.select do |i|
+            n = names[i]
+            n.empty? || n == dir || dir.start_with?("#{n}/")
+          end.max_by { |i| names[i].bytesize }
+          return true unless best
+
+          path = names[best].empty? ? base : "#{base}/#{names[best]}"
+          st = File.stat(path)
+          !st.directory? || (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec != times[best]
+        rescue SystemCallError
+          true
+        end
+
         private
 
         def answer(table, name)

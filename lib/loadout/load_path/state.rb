@@ -11,6 +11,8 @@ module Loadout
     #              again and the hook retries, so a file created while the process runs is found
     #              as plain Ruby finds it;
     # - __stale:   a listed file Ruby could not open: its entries are listed again;
+    # - __walk:    RubyGems' default-gem walk is to be answered (the front hook, see
+    #              RubyGemsFront): how each $LOAD_PATH item looks to it;
     # - __event:   instrumentation, only while someone listens.
     # Listings come from the store (Codec) or from a scan, which is then stored (Lister).
     class State # :nodoc:
@@ -23,6 +25,8 @@ module Loadout
         @ignore_names = ignore.reject { |i| i.start_with?("/") }.freeze
         @entries = {} # $LOAD_PATH item -> Entry, for this process's life
         @order = []   # the entries of the current table, in its order
+        @positions = [] # the $LOAD_PATH index of each position of the current table
+        @walk = nil   # [table, items, positions] for __walk, made for the current table
         @volatile = []
         @mutex = Mutex.new
         @restore_ms = 0.0
@@ -48,15 +52,17 @@ module Loadout
           listings = []
           bases = []
           order = []
+          positions = []
           seen = {}
           @cwd = nil
-          $LOAD_PATH.each do |item|
+          $LOAD_PATH.each_with_index do |item, index|
             entry = entry_for(item) or next
             @lister.fill(entry) unless entry.listing || entry.opaque?
             if entry.opaque?
               # Nothing found at or after this position is the index's to answer.
               listings << nil
               bases << nil
+              positions << index
               break
             end
             # Ruby compares realpaths: a second item with the same one can never win.
@@ -66,8 +72,11 @@ module Loadout
             listings << entry.listing
             bases << entry.base
             order << entry
+            positions << index
           end
           @order = order
+          @positions = positions.freeze
+          @walk = nil
           @volatile = order.select(&:volatile?)
           @table = Index.table(listings, bases)
           Index.activate(self, @table, @cwd, snapshot)
@@ -100,6 +109,20 @@ module Loadout
         nil
       end
 
+      # How RubyGems' "-I beats a default gem" walk sees each $LOAD_PATH item, for the current
+      # table: [table, items, positions], items holding the directory it looks in (the entry's
+      # base), false where it looks in nothing (an item that is a symlink: it skips those), nil
+      # where the index cannot tell (an item it does not model or has not listed); positions: the
+      # item of each table position. nil for a name under an ignored directory.
+      def __walk(feature)
+        return nil if ignored?(feature)
+
+        @mutex.synchronize do
+          @walk = nil unless @walk && @walk[0].equal?(@table)
+          @walk ||= [@table, walk_items.freeze, @positions].freeze
+        end
+      end
+
       def __event(event, feature, reason)
         if reason
           Instrumentation.emit(event, feature, cache: :load_path, reason: reason)
@@ -120,6 +143,15 @@ module Loadout
       end
 
       private
+
+      def walk_items
+        $LOAD_PATH.map do |item|
+          entry = item.is_a?(String) && !item.empty? ? entry_for(item) : nil
+          next nil if entry.nil? || entry.opaque? || entry.base.nil?
+
+          File.symlink?(entry.source) ? false : entry.base
+        end
+      end
 
       def ignored?(feature)
         return false if @ignore_names.empty?

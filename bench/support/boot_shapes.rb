@@ -1,0 +1,90 @@
+# frozen_string_literal: true
+
+require "etc"
+require "fileutils"
+require "rbconfig"
+require "time"
+require_relative "harness"
+
+module Loadout
+  module Bench
+    # `bench/boot.rb --shapes small,default,large,unbundled`: runs bench/boot.rb once per app shape
+    # (each with its own interleaved rounds of plain Ruby, Bootsnap and loadout, and the other
+    # options given), reads each run's last line, and prints the shapes side by side.
+    class BootShapes
+      FLAGS = { "small" => %w[--small], "default" => [], "large" => %w[--large], "unbundled" => %w[--unbundled] }.freeze
+      COLUMNS = [["warm CPU vs Bootsnap", "warm_cpu_vs_bootsnap"],
+                 ["with `loadout gc` settings vs Bootsnap", "gc_warm_cpu_vs_bootsnap"],
+                 ["Bootsnap with them vs Bootsnap", "bootsnap_gc_warm_cpu_vs_bootsnap"],
+                 ["cold CPU vs plain", "cold_cpu_vs_plain"]].freeze
+
+      def initialize(shapes, args, script)
+        unknown = shapes - FLAGS.keys
+        raise ArgumentError, "--shapes: unknown shape(s) #{unknown.join(", ")} (one of #{FLAGS.keys.join(", ")})" unless unknown.empty?
+
+        @shapes = shapes
+        @args = strip(args)
+        @script = script
+      end
+
+      def run
+        results = @shapes.to_h do |shape|
+          out = File.expand_path("../results/boot-#{shape}-#{Time.now.utc.strftime("%Y-%m-%d")}.md", __dir__)
+          cmd = [RbConfig.ruby, @script, *FLAGS.fetch(shape), *@args, "--out", out]
+          warn "bench boot: shape #{shape}: #{cmd.drop(1).join(" ")}"
+          line = IO.popen(cmd, &:read).lines.grep(/\Abench boot: /).last or
+            raise "bench boot: shape #{shape} printed no result line"
+          [shape, line.delete_prefix("bench boot: ").split.to_h { |kv| kv.split("=", 2) }]
+        end
+        lines = report(results)
+        out = File.expand_path("../results/boot-shapes-#{Time.now.utc.strftime("%Y-%m-%d")}.md", __dir__)
+        File.write(out, "#{lines.join("\n")}\n")
+        puts lines, "results: #{out}"
+        results.values.all? { |r| r["features_equal"] == "true" } ? 0 : 1
+      end
+
+      private
+
+      # The options every shape shares: not the size presets and not --shapes/--out.
+      def strip(args)
+        out = []
+        skip = false
+        args.each do |a|
+          if skip
+            skip = false
+            next
+          end
+          next if %w[--small --large --unbundled --bundler].include?(a) || a.start_with?("--shapes=", "--out=")
+
+          skip = %w[--shapes --out].include?(a)
+          out << a unless skip
+        end
+        out
+      end
+
+      def report(results)
+        headers = ["shape", *COLUMNS.map(&:first), "objects loadout / Bootsnap", "GCs loadout / Bootsnap",
+                   "instructions loadout / Bootsnap", "same features"]
+        rows = results.map do |shape, r|
+          [shape, *COLUMNS.map { |_, key| r[key] },
+           "#{r["loadout_warm_objects"]} / #{r["bootsnap_warm_objects"]}",
+           "#{r["loadout_warm_gc"]} / #{r["bootsnap_warm_gc"]}",
+           instructions(r), r["features_equal"]]
+        end
+        ["# Boot benchmark, every shape, #{Time.now.utc.iso8601}", "",
+         "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs. Command: `ruby bench/boot.rb --shapes " \
+         "#{@shapes.join(",")} #{@args.join(" ")}`. Ratios are per-round medians of CPU (user+sys) of warm boots; " \
+         "each shape's own table is in bench/results/boot-<shape>-<date>.md.", "",
+         ::Bench.table(rows, headers)]
+      end
+
+      def instructions(result)
+        lo = result["loadout_warm_instructions"]
+        bs = result["bootsnap_warm_instructions"]
+        return "n/a (--valgrind)" unless lo.to_s.match?(/\A\d+\z/) && bs.to_s.match?(/\A\d+\z/)
+
+        format("%.2fG / %.2fG (%.2fx)", lo.to_i / 1e9, bs.to_i / 1e9, lo.to_f / bs.to_i)
+      end
+    end
+  end
+end
