@@ -6,12 +6,14 @@
 #   ruby bench/rake.rb                     # 20,000 and 2,000 tasks, 5 rounds
 #   TASKS=20000,2000 HEADERS=10 ROUNDS=5 ruby bench/rake.rb
 #   BEFORE_LIB=/path/to/older/loadout/lib ruby bench/rake.rb   # a third side: another loadout
+#   INSTRUCTIONS=4000 ruby bench/rake.rb   # also count instructions (valgrind) on a 4,000-task run
 #
 # Every sample is a fresh `ruby -e 'require "rake"; Rake.application.run'` process (the bundle's
 # rake for both sides), run in interleaved, rotating order; figures are medians of wall time.
 # Stat calls come from `strace -f -c` (stat, lstat, newfstatat, statx) and are per object task,
 # net of a run of the same Rakefile that builds nothing (`rake baseline`: Ruby boot + rake +
-# Rakefile load). decisions_equal compares, for every size, the executed-task output and the
+# Rakefile load), as are instructions (valgrind --tool=cachegrind, user space only: a stat's
+# kernel time is not in them). decisions_equal compares, for every size, the executed-task output and the
 # tree's mtimes after the timed no-op runs, and for the smallest size the dry-run (-n) listings
 # after touching one source and one header and deleting one object.
 require "rbconfig"
@@ -26,6 +28,7 @@ ROUNDS = Integer(ENV.fetch("ROUNDS", "5"))
 LIB = File.expand_path("../lib", __dir__)
 BEFORE_LIB = ENV["BEFORE_LIB"]
 MODES = BEFORE_LIB ? %i[stock before loadout] : %i[stock loadout]
+INSTRUCTIONS = ENV["INSTRUCTIONS"] && Integer(ENV["INSTRUCTIONS"])
 require "rake"
 RAKE_LIB = File.dirname($LOADED_FEATURES.find { |f| f.end_with?("/lib/rake.rb") })
 
@@ -51,6 +54,15 @@ def stat_calls(dir, mode, *args)
 
   total = err.lines.grep(/\stotal\s*\z/).last or return nil
   total.split[3].to_i
+end
+
+# Instructions of one run (millions), or nil without valgrind.
+def instructions(dir, mode, *args)
+  _out, err, status = Open3.capture3({ "RUBYOPT" => nil }, "valgrind", "--tool=cachegrind", "--cache-sim=no",
+                                     "--cachegrind-out-file=/dev/null", *command(mode, *args), chdir: dir)
+  status.success? && (refs = err[/I\s+refs:\s+([\d,]+)/, 1]) ? refs.delete(",").to_i / 1e6 : nil
+rescue SystemCallError
+  nil
 end
 
 # Runs rake in dir; returns [wall seconds, child CPU seconds (user + system), stdout].
@@ -130,6 +142,16 @@ Dir.mktmpdir("loadout-bench-rake") do |root|
   puts "wall and CPU (user + system of the rake process) are medians; CPU is less sensitive to other load on the machine"
   puts "stat calls: strace -f -c (stat, lstat, newfstatat, statx), net of `rake baseline` (boot + Rakefile load), per object task"
   puts "decisions: #{decisions.inspect}"
+  if INSTRUCTIONS
+    dir = Bench::RakeProject.write(File.join(root, "instructions"), objects: INSTRUCTIONS, headers: HEADERS)
+    MODES.each do |mode|
+      noop, base = [[], ["baseline"]].map { |args| instructions(dir, mode, *args) }
+      next puts "instructions: valgrind unavailable" unless noop && base
+
+      puts format("instructions, %d tasks, %s: %.0fM (boot and Rakefile load %.0fM, run %.0fM, %.0fk per task)",
+                  INSTRUCTIONS, mode, noop, base, noop - base, (noop - base) * 1000 / INSTRUCTIONS)
+    end
+  end
 
   n = SIZES.max
   fmt = ->(v) { v ? format("%.2f", v) : "nan" }

@@ -201,6 +201,8 @@ module Loadout
         files = failed.map { |t| t[/\((\w+)\)/, 1] }.uniq.filter_map { |klass| test_file_of(tree, klass) }
         stock_failed, stock_summary, = suite(tree, clean_env, files)
         puts "   without it (the files that failed): #{stock_summary}"
+        shared = failed & stock_failed
+        puts "   set aside, failing without loadout/rake too: #{shared.join(", ")}" unless shared.empty?
         ours = failed - stock_failed
         return true if ours.empty?
 
