@@ -18,6 +18,17 @@ class RakeAppTasksTest < Minitest::Test
     P.run_rake(dir, args, mode: :loadout, rake_lib: RAKE_LIB, env: env, ruby_opts: opts)
   end
 
+  test "loadout:precompile fills the cache dir of the directory rake runs in" do
+    with_files([["lib/app/thing.rb", "module Thing; end\n"]]) do |dir|
+      # Without this bundle's Gemfile: the app is the directory rake runs in.
+      unbundled = ENV.keys.grep(/\ABUNDLE(R)?_/).to_h { |k| [k, nil] }
+      out, err, status = rake(dir, "loadout:precompile", env: unbundled)
+      assert_equal 0, status, err
+      assert_match(/^loadout precompile: [1-9]\d* files/, out)
+      assert File.size?(File.join(dir, "tmp/cache/loadout/store")), "no store in #{dir}: #{out}"
+    end
+  end
+
   test "loadout:clean removes tmp/cache/loadout under the directory rake runs in" do
     with_files([["tmp/cache/loadout/store.log", "x"], ["tmp/cache/keep.txt", "keep"]]) do |dir|
       _out, err, status = rake(dir, "loadout:clean")

@@ -13,7 +13,7 @@ class RakeSupportTest < Minitest::Test
 
   PATCHED_OWNER = <<~'RUBY'
     owner = Rake::FileTask.instance_method(:needed?).owner
-    puts "installed=#{Loadout::Rake.installed?} owner=#{owner}"
+    puts "installed=#{owner.name.start_with?("Loadout::")} owner=#{owner}"
   RUBY
 
   P.rake_libs.each do |rake_lib|
@@ -23,7 +23,7 @@ class RakeSupportTest < Minitest::Test
       r = child(%(require "rake"\nrequire "loadout/rake"\n#{PATCHED_OWNER}), rake_lib: rake_lib)
       assert r.success?, r.stderr
       assert_equal "", r.stderr
-      assert_match(/installed=true owner=Loadout::Rake::FileTaskPatch::/, r.stdout)
+      assert_match(/installed=true owner=Loadout::Rake::Hooks::FileTask/, r.stdout)
     end
   end
 
@@ -48,16 +48,16 @@ class RakeSupportTest < Minitest::Test
     end
   end
 
-  test "a rake missing a patched method is left alone with one warning" do
+  test "a rake missing a hooked method is left alone with one warning" do
     script = <<~RUBY
       require "rake"
-      Rake::Task.send(:remove_method, :collect_prerequisites)
+      Rake::TaskManager.send(:remove_method, :synthesize_file_task)
       require "loadout/rake"
       #{PATCHED_OWNER}
     RUBY
     r = child(script)
     assert r.success?, r.stderr
-    assert_match(/\Aloadout: loadout\/rake has no effect: .*lacks Rake::Task#collect_prerequisites/, r.stderr)
+    assert_match(/\Aloadout: loadout\/rake has no effect: .*lacks Rake::Application#synthesize_file_task/, r.stderr)
     assert_equal 1, r.stderr.lines.size
     assert_match(/installed=false/, r.stdout)
   end
@@ -79,7 +79,7 @@ class RakeSupportTest < Minitest::Test
     assert_match(/installed=false/, r.stdout)
   end
 
-  test "redefining a patched method afterwards turns every patch off, with one warning" do
+  test "redefining a hooked method afterwards turns every hook off, with one warning" do
     script = <<~RUBY
       require "rake"
       require "loadout/rake"
@@ -90,7 +90,7 @@ class RakeSupportTest < Minitest::Test
           true
         end
       end
-      puts "installed=\#{Loadout::Rake.installed?}"
+      puts "installed=\#{Rake::FileTask.instance_method(:needed?).owner.name.start_with?("Loadout::")}"
       Rake.application.init("rake", [])
       Rake::FileTask.define_task("x.txt") { }
       Rake::Task["x.txt"].invoke
@@ -100,6 +100,35 @@ class RakeSupportTest < Minitest::Test
     assert r.success?, r.stderr
     assert_equal 1, r.stderr.lines.size, r.stderr
     assert_match(/\Aloadout: Rake::FileTask#needed\? was redefined after require "loadout\/rake"/, r.stderr)
+    assert_match(/installed=false/, r.stdout)
+    assert_match(/calls=1/, r.stdout, "the new definition must run")
+  end
+
+  test "redefining a hooked method in Rake::TaskManager afterwards turns every hook off, with one warning" do
+    script = <<~RUBY
+      require "rake"
+      require "loadout/rake"
+      $calls = 0
+      module Rake::TaskManager
+        def synthesize_file_task(task_name)
+          $calls += 1
+          nil
+        end
+      end
+      puts "installed=\#{Rake::FileTask.instance_method(:needed?).owner.name.start_with?("Loadout::")}"
+      Rake.application.init("rake", [])
+      Rake::Task.define_task(:probe => "missing.txt")
+      begin
+        Rake::Task[:probe].invoke
+      rescue RuntimeError => e
+        puts e.message[/Don't know how to build task 'missing.txt'/]
+      end
+      puts "calls=\#{$calls}"
+    RUBY
+    r = child(script)
+    assert r.success?, r.stderr
+    assert_equal 1, r.stderr.lines.size, r.stderr
+    assert_match(/\Aloadout: Rake::TaskManager#synthesize_file_task was redefined after require "loadout\/rake"/, r.stderr)
     assert_match(/installed=false/, r.stdout)
     assert_match(/calls=1/, r.stdout, "the new definition must run")
   end

@@ -129,12 +129,6 @@ module Loadout
           build(t)
         end
 
-        # An action that turns on --trace mid-run (stock then traces every later invocation).
-        # (Before :codegen, which runs anyway: a run of it starts a new stat memo epoch.)
-        task :trace_on do
-          Rake.application.options.trace = true if ENV["TRACE_ON"] == "1"
-        end
-
         # A rule for an existing file: rules come before synthesizing a plain FileTask for it.
         if ENV["WITH_RULE"] == "1"
           rule ".ro" => ".rc" do |t|
@@ -145,7 +139,7 @@ module Loadout
           build(t)
         end
 
-        # Task arguments, each task's scoped to its own names (args_leaf is a leaf).
+        # Task arguments, each task's scoped to its own names.
         task :args_leaf, [:b] do |t, args|
           File.write("out/args_leaf.txt", "#{args.to_hash.inspect} #{args.extras.inspect}\n")
           $stdout.write("EXEC args_leaf #{args.to_hash.inspect}\n")
@@ -170,8 +164,38 @@ module Loadout
           end
         end
 
+        # A task added mid-run shadows a name resolved earlier in the run: in scope ns, "shadow.txt"
+        # is the top-level file until out/add_shadow.txt makes the rule create "ns:shadow.txt".
+        # No action runs in between (every file is up to date), so nothing else drops what was
+        # remembered. "^shadow.txt" in scope ns:sub means the same two names.
+        rule "ns:shadow.txt" => "shadow.src" do |t|
+          build(t)
+        end
+        file "shadow.txt"
+        file "out/add_shadow.txt" => ["ns:shadow.txt"] do |t|
+          build(t)
+        end
+        namespace :ns do
+          file "out/shadow_early.txt" => ["shadow.txt", "out"] do |t|
+            build(t)
+          end
+          file "out/shadow_late.txt" => ["shadow.txt", "out"] do |t|
+            build(t)
+          end
+          namespace :sub do
+            file "out/caret_early.txt" => ["^shadow.txt", "out"] do |t|
+              build(t)
+            end
+            file "out/caret_late.txt" => ["^shadow.txt", "out"] do |t|
+              build(t)
+            end
+          end
+        end
+        task shadowing: ["out/shadow_early.txt", "out/add_shadow.txt", "out/shadow_late.txt"]
+        task caret_shadowing: ["out/caret_early.txt", "out/add_shadow.txt", "out/caret_late.txt"]
+
         task default: ["bin/app", "bin/tool", "out/early.txt", "out/config.txt", "out/side_only.txt",
-                       "out/tables_early.txt", :trace_on, :codegen, "out/tables.txt", "out/assets.stamp",
+                       "out/tables_early.txt", :codegen, "out/tables.txt", "out/assets.stamp",
                        "out/dir_user.txt", "out/ruled.txt", "out/nested.txt", :regen_nested]
         task all: [:default, :parallel, "bin/par"]
         task :baseline
@@ -188,6 +212,7 @@ module Loadout
         "src/p1.c" => "p1\n", "src/p2.c" => "p2\n", "src/p3.c" => "p3\n",
         "config.in" => "config v1\n", "tables.in" => "tables v1\n",
         "assets/logo.txt" => "logo\n", "prebuilt/util.o" => "prebuilt\n", "rules/r.rc" => "r\n",
+        "shadow.txt" => "shadow\n", "shadow.src" => "shadow source\n",
       }.freeze
 
       # Outputs and their mtimes (seconds after BASE_TIME): the tree starts fully up to date.
@@ -198,6 +223,8 @@ module Loadout
         "out/side_only.txt" => 17, "out/tables_early.txt" => 18, "out/tables.txt" => 19,
         "out/assets.stamp" => 20, "out/dir_user.txt" => 21, "obj/p1.o" => 22, "obj/p2.o" => 23,
         "obj/p3.o" => 24, "bin/par" => 25, "rules/r.ro" => 6, "out/ruled.txt" => 21, "out/nested.txt" => 21,
+        "ns:shadow.txt" => 5, "out/add_shadow.txt" => 40, "out/shadow_early.txt" => 21, "out/shadow_late.txt" => 21, "out/caret_early.txt" => 21,
+        "out/caret_late.txt" => 21,
       }.freeze
 
       module_function

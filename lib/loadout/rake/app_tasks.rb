@@ -1,38 +1,28 @@
 # frozen_string_literal: true
 
-require "fileutils"
-
 module Loadout
   module Rake
-    # The tasks `require "loadout/rake_tasks"` adds for apps:
-    #
-    #   rake loadout:precompile   # runs `loadout precompile` (Loadout::CLI) in-process
-    #   rake loadout:clean        # removes the cache directory
-    #
-    # and the cache directory joins CLOBBER when the Rakefile uses rake/clean (loadout never
-    # requires rake/clean itself: that would add clean/clobber tasks to every Rakefile).
+    # The tasks of the feature loadout/rake_tasks: loadout:precompile (`loadout precompile`, run
+    # in-process) and loadout:clean (removes the cache directory), which joins CLOBBER when the
+    # Rakefile uses rake/clean (never required here: it would add clean/clobber to every Rakefile).
     module AppTasks # :nodoc:
-      DEFAULT_CACHE_DIR = "tmp/cache/loadout"
-
       class << self
         # $LOADOUT_CACHE_DIR, or tmp/cache/loadout under the directory rake was started in.
         def cache_dir(env = ENV, root = ::Rake.application.original_dir) #: (Hash, String) -> String
           dir = env["LOADOUT_CACHE_DIR"]
-          dir = DEFAULT_CACHE_DIR if dir.nil? || dir.empty?
-          File.expand_path(dir, root)
+          File.expand_path(dir.nil? || dir.empty? ? "tmp/cache/loadout" : dir, root)
         end
 
         def define(app = ::Rake.application) #: (untyped) -> void
           return if app.lookup("loadout:clean")
 
-          # Descriptions are set directly, not with `desc`: under RUBYOPT=-rloadout/rake this runs
-          # before rake records descriptions, and a pending `desc` would label the Rakefile's
-          # first task instead.
-          tasks = self
-          precompile = app.define_task(::Rake::Task, "loadout:precompile") { tasks.precompile }
-          precompile.add_description("Fill loadout's caches for this app (loadout precompile)")
-          clean = app.define_task(::Rake::Task, "loadout:clean") { ::Rake::FileUtilsExt.rm_rf(tasks.cache_dir) }
-          clean.add_description("Remove loadout's cache directory ($LOADOUT_CACHE_DIR or tmp/cache/loadout)")
+          # Descriptions are set directly, not with `desc`: under RUBYOPT=-rloadout/rake_tasks
+          # this runs before rake records descriptions, and a pending `desc` would label the
+          # Rakefile's first task instead.
+          app.define_task(::Rake::Task, "loadout:precompile") { precompile }
+             .add_description("Fill loadout's caches for this app (loadout precompile)")
+          app.define_task(::Rake::Task, "loadout:clean") { ::Rake::FileUtilsExt.rm_rf(cache_dir) }
+             .add_description("Remove loadout's cache directory ($LOADOUT_CACHE_DIR or tmp/cache/loadout)")
           add_to_clobber
         end
 

@@ -2,199 +2,104 @@
 
 module Loadout
   module Rake
-    # The state of one Rake run: from the outermost Task#invoke until it returns. Outside a run
-    # nothing is remembered and every patched method behaves exactly like stock Rake (so -T, -P,
-    # and Rakefile code calling needed? at load time never see a memo).
+    # What one Rake run remembers, from the outermost Task#invoke until it returns, and only while
+    # no task action runs in any thread (outside that window the hooks are stock Rake, so -T, -P
+    # and Rakefile code see no memo): stats (path -> mtime in nanoseconds, or :enoent) and
+    # lookups (application -> scope -> name -> TaskManager#[]'s result).
     #
-    # Two things are remembered during a run:
-    # - stats: path -> File.mtime result (a Time, :enoent, or :error for any other errno), one
-    #   stat per path;
-    # - per application, TaskManager#[] results: { scope => { name => task } }.
-    #
-    # Invalidation. Any task action may write any file, define tasks or delete them from the
-    # table, so every Task#execute starts a new epoch (empty stat memo, empty lookup caches) and
-    # ends one. While any action runs (in any thread) there is no stat memo at all: an action may
-    # change a file and then invoke a task that depends on it (the reenable/invoke idiom), and
-    # that nested invoke must see the file as it is now, as stock Rake does.
-    # A newly interned task X only changes lookups whose candidate names include X, that is names
-    # equal to X or to a ":"-suffix of X, so only those cache entries are dropped.
-    #
-    # Threads (multitask, -j). Reads are lock-free Hash lookups (atomic under CRuby's GVL); every
-    # write happens under one Mutex and only if nothing was invalidated since the value was
-    # computed (epoch / table generation check), so a stat taken before a task rewrote a file is
-    # never stored after that task's invalidation.
+    # An action may write any file (a generator's side outputs), change the task table, or change
+    # a file and then invoke a task that depends on it (reenable + invoke): the memo is dropped
+    # when an action starts and begun anew once none runs (differential tests prove narrower
+    # rules wrong). Outside actions only a rule or a synthesized file adds a task (intern); since
+    # lookup tries "outer:inner:name", "inner:name", then "name", that drops the lookups of the
+    # new name and of each of its ":"-suffixes, and a result computed meanwhile is not kept.
+    # Threads: a value computed from a dropped memo lands in that dropped Hash, which nobody
+    # reads. Writes take the lock; reads take it off CRuby only (the GVL makes a read atomic).
     module Run # :nodoc:
-      @lock = Mutex.new
-      @depth = 0        # nested/concurrent Task#invoke calls in flight
-      @epoch = 0        # bumped on run start/end and on every execute
-      @table_gen = 0    # bumped whenever any task table gains a task or is cleared
-      @clear_gen = 0    # bumped whenever any task table is cleared
-      @drop_gen = 0     # bumped whenever a cached lookup may have been dropped (not on new epochs)
-      @acting = 0       # task actions (Task#execute) running now, in any thread
-      @stats = nil      # Hash while a run is active and no action runs, nil otherwise
-      @lookups = nil    # { application => lookup cache } while a run is active
-      @enabled = true   # false once someone redefines a patched method after us
-
-      # CRuby's GVL makes a Hash read atomic against a concurrent write; elsewhere, lock reads too.
       LOCK_FREE_READS = RUBY_ENGINE == "ruby"
 
+      @lock = Mutex.new
+      @depth = 0      # Task#invoke calls in flight (nested, or in other threads)
+      @acting = 0     # task actions running now
+      @stats = @lookups = nil # Hashes while there is a memo
+      @table_gen = 0  # bumped whenever a task table gains a task or is cleared
+
       class << self
-        attr_reader :epoch, :table_gen, :clear_gen, :drop_gen
-
-        # Returns the stat memo of the active run, nil outside a run (or once disabled).
-        def stats #: () -> Hash[String, untyped]?
-          @stats
-        end
-
         def enter #: () -> void
-          @lock.synchronize do
-            @depth += 1
-            if @depth == 1 && @enabled
-              new_epoch
-            end
-          end
+          @lock.synchronize { fresh if (@depth += 1) == 1 }
         end
 
         def leave #: () -> void
-          @lock.synchronize do
-            @depth -= 1
-            if @depth <= 0
-              @depth = 0
-              @epoch += 1
-              @stats = nil
-              @lookups = nil
-            end
-          end
+          @lock.synchronize { @stats = @lookups = nil if (@depth -= 1).zero? }
         end
 
-        # An action starts: forget everything, and remember no stat until every action returns.
-        # (@lookups is non-nil exactly while a run is active.)
         def action_started #: () -> void
           @lock.synchronize do
             @acting += 1
-            new_epoch if @lookups
+            @stats = @lookups = nil
           end
         end
 
-        # An action returned (or raised): files and the task table may have changed.
         def action_finished #: () -> void
           @lock.synchronize do
-            @acting -= 1 if @acting.positive?
-            new_epoch if @lookups
+            @acting -= 1
+            fresh
           end
         end
 
-        # Turns the memo off for good (stock behaviour from now on). Idempotent.
-        def disable! #: () -> void
-          @lock.synchronize do
-            @enabled = false
-            @epoch += 1
-            @stats = nil
-            @lookups = nil
-          end
-        end
-
-        def enabled?
-          @enabled
-        end
-
-        # File.mtime(path) through the memo: a Time, :enoent or :error (any other errno: callers
-        # then fall back to stock code so the same exception is raised). nil outside a run.
-        def mtime(path) #: (String) -> (Time | Symbol | nil)
+        # File.mtime(path) through the memo: a Time, false for ENOENT, or nil without a memo or on
+        # another errno (the caller runs stock code, which does what stock does). Times are kept as
+        # nanoseconds and made anew, as stock does: on Ruby 3.1 a Time has no write barrier, so
+        # Times held by the memo are re-marked by every minor GC and force major ones.
+        def mtime(path) #: (String) -> (Time | false | nil)
           stats = @stats or return nil
-          hit = LOCK_FREE_READS ? stats[path] : @lock.synchronize { stats[path] }
-          return hit if hit
+          value = LOCK_FREE_READS ? stats[path] : @lock.synchronize { stats[path] }
+          return value.is_a?(Integer) && Time.at(0, value, :nsec) if value
 
-          epoch = @epoch
           value = begin
-            File.mtime(path)
+            (time = File.mtime(path)).tv_sec * 1_000_000_000 + time.tv_nsec
           rescue Errno::ENOENT
             :enoent
           rescue SystemCallError
-            :error
+            return nil
           end
-          # (lock/unlock rather than synchronize: this runs for every path, and a block costs more)
-          @lock.lock
-          begin
-            stats[path] = value if @epoch == epoch
-          ensure
-            @lock.unlock
-          end
-          value
+          @lock.synchronize { stats[path] = value }
+          time || false
         end
 
-        # The TaskManager#[] cache of +app+ for this epoch: { scope => { name => task } }, scopes
-        # compared by identity (a scope object is shared by every task defined in one namespace
-        # block); nil outside a run.
-        def lookup_cache(app) #: (untyped) -> Hash[untyped, Hash[String, untyped]]?
+        # { scope => { name => task } } of +app+, nil without a memo.
+        def lookups(app) #: (untyped) -> Hash[untyped, Hash[String, untyped]]?
           lookups = @lookups or return nil
-          lookups[app] || @lock.synchronize { @lookups && (@lookups[app] ||= {}.compare_by_identity) }
+          (LOCK_FREE_READS && lookups[app]) || @lock.synchronize { lookups[app] ||= {}.compare_by_identity }
         end
 
-        # The cached TaskManager#[] results of +app+ for +scope+: { name => task }, or nil.
-        def lookups_for(app, scope) #: (untyped, untyped) -> Hash[String, untyped]?
-          lookups = @lookups or return nil
-          cache = lookups[app] or return nil
-          cache[scope]
+        # The block's TaskManager#[] result, kept unless a task was added while it ran.
+        def remember(cache, scope, name) #: (Hash, untyped, String) { () -> untyped } -> untyped
+          gen = @table_gen
+          task = yield
+          @lock.synchronize { (cache[scope] ||= {})[name] = task if @table_gen == gen }
+          task
         end
 
-        # Stores one TaskManager#[] result unless the table changed while it was computed.
-        def remember(cache, scope, name, task, table_gen, epoch) #: (Hash, untyped, String, untyped, Integer, Integer) -> void
-          @lock.lock
-          begin
-            (cache[scope] ||= {})[name] = task if @table_gen == table_gen && @epoch == epoch
-          ensure
-            @lock.unlock
-          end
-        end
-
-        # Stores a top-level-scope result that stock lookup confirmed, unless a table was cleared
-        # (or the epoch ended) since the call started.
-        def remember_top_level(cache, scope, name, task, clear_gen, epoch) #: (Hash, untyped, String, untyped, Integer, Integer) -> void
-          @lock.lock
-          begin
-            (cache[scope] ||= {})[name] = task if @clear_gen == clear_gen && @epoch == epoch
-          ensure
-            @lock.unlock
-          end
-        end
-
-        # +app+ interned +name+: drop the cached lookups it could shadow, those of +name+ itself and
-        # of every ":"-suffix of it (lookup tries "outer:inner:name", "inner:name", then "name").
-        def task_added(app, name) #: (untyped, String) -> void
+        # +app+ interned +name+ (nil: dropped every task).
+        def task_added(app, name) #: (untyped, String?) -> void
           @lock.synchronize do
             @table_gen += 1
-            cache = @lookups && @lookups[app] or next
+            next @lookups&.delete(app) unless name
 
-            cache.each_value do |by_name|
-              @drop_gen += 1 if by_name.delete(name)
+            @lookups&.[](app)&.each_value do |by_name|
+              by_name.delete(name)
               at = 0
-              while (at = name.index(":", at))
-                at += 1
-                @drop_gen += 1 if by_name.delete(name[at..-1])
-              end
+              by_name.delete(name[at..]) while (at = name.index(":", at)&.succ)
             end
-          end
-        end
-
-        # +app+ dropped its tasks: forget everything about it.
-        def table_cleared(app) #: (untyped) -> void
-          @lock.synchronize do
-            @table_gen += 1
-            @clear_gen += 1
-            @drop_gen += 1
-            @lookups&.delete(app)
           end
         end
 
         private
 
-        # Called under @lock: forget every stat and lookup; stats are memoized again only when no
-        # action is running.
-        def new_epoch
-          @epoch += 1
-          @stats = @acting.zero? ? {} : nil
-          @lookups = {}.compare_by_identity
+        # Under @lock: a new memo, when in a run and no action runs.
+        def fresh
+          @stats, @lookups = {}, {}.compare_by_identity if @depth.positive? && @acting.zero?
         end
       end
     end
