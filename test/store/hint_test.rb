@@ -158,8 +158,8 @@ class StoreHintTest < Minitest::Test
 
   test "processes that open, put, compact and close at once (no crash): no put that returned is lost" do
     with_files do |dir|
-      report = Loadout::TestSupport::StoreCrash.new(dir, mode: :churn, trials: trials(60), writers: 3, per_file: 5,
-                                                         uniform: true, kill: false, max_puts: 60, rounds: 4).run
+      report = Loadout::TestSupport::StoreCrash.new(dir, mode: :churn, trials: trials(60), writers: 3, per_file: 3,
+                                                         uniform: true, kill: false, max_puts: 40, rounds: 3).run
       puts "\nchurn: #{report}" if TRIALS
       assert report.ok?, report.to_s
       assert_operator report.acked, :>=, trials(60) * 20, "the harness must not pass vacuously: #{report}"

@@ -107,6 +107,9 @@ class TrustChecksTest < Minitest::Test
       assert_equal [:other_writable, tmp], walk(cache, nil), "with no root the walk goes on"
       File.chmod(0o1777, tmp)
       assert_nil walk(cache, nil), "a sticky world-writable dir ends it"
+      File.chown(NOBODY, nil, tmp)
+      assert_equal [:owner, tmp], walk(cache, nil), "unless another user owns it: its owner may rename what is in it"
+      File.chown(0, nil, tmp)
       File.chmod(0o755, tmp)
       File.chown(NOBODY, nil, cache)
       assert_equal [:owner, cache], walk(cache, app)

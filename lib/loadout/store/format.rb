@@ -43,8 +43,8 @@ module Loadout
       HINT_FIELDS = "a16Q<Q<Q<Q<VVVVQ<Q<Q<Q<Q<"
       # Key of the meta record that opens every store file. Its value: the file's size right after
       # its first write or the compaction that made it (u64), then the log id (16 random bytes,
-      # new for every file, which the hint names). Files of loadout before 0.2 have the size only
-      # (no id: no hint ever matches them, and their first write compacts them into a new file).
+      # new for every file, which the hint names). Files written before the log id existed have the
+      # size only (no id: no hint ever matches them, and their first write compacts them).
       FILE_HEADER_KEY = "loadout.store".b.freeze
       LOG_ID_SIZE = 16
       FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8 + LOG_ID_SIZE

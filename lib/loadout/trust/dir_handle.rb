@@ -16,12 +16,13 @@ module Loadout
     class DirHandle # :nodoc:
       # Opens the directory +path+; raises SystemCallError (ENOENT, ENOTDIR, EACCES...).
       #: (String, bool) -> DirHandle
-      def self.open(path, shared)
+      # (+native+ and +proc_fs+ pick the way names are resolved; tests ask for each.)
+      def self.open(path, shared, native: BACKEND == :native, proc_fs: true)
         io = File.new(path, File::RDONLY | File::NONBLOCK, binmode: true)
         begin
           raise Errno::ENOTDIR, path unless io.stat.directory?
 
-          new(path, io, shared)
+          new(path, io, shared, native: native, proc_fs: proc_fs)
         rescue StandardError
           io.close
           raise
@@ -31,21 +32,30 @@ module Loadout
       # The directory's path, for messages (and the twin without /proc).
       attr_reader :path
 
-      def initialize(path, io, shared)
+      def initialize(path, io, shared, native: BACKEND == :native, proc_fs: true)
         @path = path
         @io = io
         @shared = shared
-        @native = BACKEND == :native ? Native : nil
+        @native = native ? Native : nil
         st = io.stat
         @identity = [st.dev, st.ino]
+        @at_path = false # the twin without /proc: names are joined to the path, checked first
         @at = if @native
                 io.fileno
-              elsif (proc = "/proc/self/fd/#{io.fileno}") && same_dir?(proc)
+              elsif proc_fs && (proc = "/proc/self/fd/#{io.fileno}") && same_dir?(proc)
                 proc
               else
                 @at_path = true
                 path
               end
+      end
+
+      # How names are resolved: :descriptor (native), :proc (the twin through /proc/self/fd/N)
+      # or :path (the twin elsewhere).
+      def resolution
+        return :descriptor if @native
+
+        @at_path ? :path : :proc
       end
 
       def shared?
@@ -112,7 +122,7 @@ module Loadout
       # The bytes of the cache file +name+ (checked as opened), nil when there is none; raises
       # Refused or SystemCallError (see Trust.read).
       def read(name)
-        data = Trust.backend.trust_read(at, name, Trust.flags(@shared))
+        data = checks.trust_read(at, name, Trust.flags(@shared))
         return data unless data.is_a?(Array)
 
         data[1] = path_of(name)
@@ -124,7 +134,7 @@ module Loadout
       # nil when +name+ is missing or a regular file that passes the rule, else a report (a look
       # without opening it: see Native.trust_lstat).
       def lstat_problem(name)
-        report = Trust.backend.trust_lstat(at, name, Trust.flags(@shared))
+        report = checks.trust_lstat(at, name, Trust.flags(@shared))
         report[1] = path_of(name) if report
         report
       end
@@ -198,14 +208,14 @@ module Loadout
         nil
       end
 
-      # Whether +name+ (not followed if a symlink) is the file open as +io+.
+      # Whether +name+ is the file open as +io+ (natively without following a symlink; the twin's
+      # File.identical? follows one: a symlink to the very file open is taken for it, and writes
+      # still go to the open file).
       #: (String, IO) -> bool
       def same_file?(name, io)
         return @native.trust_same_file_at(@at, name, io) if @native
 
-        st = File.lstat(File.join(at, name))
-        other = io.stat
-        st.dev == other.dev && st.ino == other.ino
+        File.identical?("#{at}/#{name}", io)
       rescue SystemCallError
         false
       end
@@ -246,6 +256,11 @@ module Loadout
       end
 
       private
+
+      # Native or Checks: the trust_read/trust_lstat of the way this handle resolves names.
+      def checks
+        @native || Checks
+      end
 
       def same_dir?(path)
         st = File.stat(path)
