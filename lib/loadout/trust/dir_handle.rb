@@ -18,7 +18,14 @@ module Loadout
       #: (String, bool) -> DirHandle
       # (+native+ and +proc_fs+ pick the way names are resolved; tests ask for each.)
       def self.open(path, shared, native: BACKEND == :native, proc_fs: true)
-        io = File.new(path, File::RDONLY | File::NONBLOCK, binmode: true)
+        begin
+          io = File.new(path, File::RDONLY | File::NONBLOCK, binmode: true)
+        rescue Errno::EISDIR # JRuby opens no directory as an IO: by path, checked before each step
+          st = File.stat(path)
+          return new(path, nil, shared, native: false, proc_fs: false, stat: st) if st.directory?
+
+          raise
+        end
         begin
           raise Errno::ENOTDIR, path unless io.stat.directory?
 
@@ -32,17 +39,17 @@ module Loadout
       # The directory's path, for messages (and the twin without /proc).
       attr_reader :path
 
-      def initialize(path, io, shared, native: BACKEND == :native, proc_fs: true)
+      def initialize(path, io, shared, native: BACKEND == :native, proc_fs: true, stat: io.stat)
         @path = path
-        @io = io
+        @io = io # nil: no descriptor for the directory (JRuby)
+        @closed = false
         @shared = shared
         @native = native ? Native : nil
-        st = io.stat
-        @identity = [st.dev, st.ino]
+        @identity = [stat.dev, stat.ino]
         @at_path = false # the twin without /proc: names are joined to the path, checked first
         @at = if @native
                 io.fileno
-              elsif proc_fs && (proc = "/proc/self/fd/#{io.fileno}") && same_dir?(proc)
+              elsif proc_fs && io && (proc = "/proc/self/fd/#{io.fileno}") && same_dir?(proc)
                 proc
               else
                 @at_path = true
@@ -62,9 +69,9 @@ module Loadout
         @shared
       end
 
-      # fstat of the open directory.
+      # fstat of the open directory (or, without a descriptor, stat of the path it still names).
       def stat
-        @io.stat
+        @io ? @io.stat : File.stat(at)
       end
 
       # Whether +path+ names this directory (the one open here) now.
@@ -238,17 +245,18 @@ module Loadout
 
       # Makes renames and unlinks in the directory durable (where the file system allows it).
       def fsync
-        @io.fsync
+        @io&.fsync
       rescue SystemCallError, IOError
         nil # some file systems refuse fsync on a directory; a rename itself is already atomic
       end
 
       def close
-        @io.close unless @io.closed?
+        @closed = true
+        @io.close unless @io.nil? || @io.closed?
       end
 
       def closed?
-        @io.closed?
+        @io ? @io.closed? : @closed
       end
 
       def inspect
