@@ -207,11 +207,14 @@ module Loadout
 
       # The one warning for a cache that fails the rule (or could not be checked).
       def warn_refused(report, cache_dir, shared)
-        why = if Words.untrusted?(report)
-                "; whoever can write there can make this program run their code"
-              end
+        fix = Words.fix(report, shared)
+        if Words.untrusted?(report)
+          why = "; whoever can write there can make this program run their code"
+        elsif !fix.include?("LOADOUT_CACHE_DIR")
+          fix = "#{fix}, or set LOADOUT_CACHE_DIR to a directory this process can use"
+        end
         warn "loadout: not using the cache in #{Words.shown(cache_dir)}: #{Words.problem(report)}#{why}. " \
-             "Fix: #{Words.fix(report, shared)}. Until then loadout neither reads nor writes the cache"
+             "Fix: #{fix}. Until then loadout neither reads nor writes the cache"
       end
 
       def backend
