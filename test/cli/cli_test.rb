@@ -134,7 +134,8 @@ class CLITest < Minitest::Test
         s.put("st/other", "x")
       end
       last_boot = { "at" => 0, "pid" => 7, "program" => "bin/rails", "backend" => "native", "ruby" => "3.1.2",
-                    "setup_ms" => 1.5, "wrote" => false, "load_path" => { "hits" => 9, "misses" => 0, "fallbacks" => 1 },
+                    "setup_ms" => 1.5, "wrote" => false,
+                    "load_path" => { "hits" => 9, "misses" => 0, "fallbacks" => 1 },
                     "compile_cache" => { "iseq" => { "hits" => 3, "misses" => 1 } } }
       cache_dir = Loadout::Trust::DirHandle.open(File.dirname(store_path(app)), false)
       Loadout::LastBoot.write(cache_dir, File.basename(store_path(app)), last_boot)

@@ -125,7 +125,8 @@ class StatsTest < Minitest::Test
       assert Loadout::LastBoot.write(handle, "store", { "pid" => 1, "program" => "long" * 300 })
       ino = File.stat("#{store}.last-boot").ino
       assert Loadout::LastBoot.write(handle, "store", { "pid" => 2 })
-      assert_equal [ino, Loadout::LastBoot::SIZE], [File.stat("#{store}.last-boot").ino, File.size("#{store}.last-boot")]
+      last_boot = "#{store}.last-boot"
+      assert_equal [ino, Loadout::LastBoot::SIZE], [File.stat(last_boot).ino, File.size(last_boot)]
       assert_equal({ "pid" => 2 }, Loadout::LastBoot.read(store))
     end
   end

@@ -23,7 +23,7 @@ class StoreHintTest < Minitest::Test
     assert_empty lost, "#{lost.size} of #{keys.size} keys lost"
   end
 
-  test "(a) no crash: the process that closes last, with the file another process compacted away, does not mislead the next" do
+  test "(a) no crash: the process closing last, with the file another one compacted away, does not mislead the next" do
     with_files do |dir|
       path = File.join(dir, "store")
       keys = Array.new(100) { |i| "k#{i}" }
@@ -138,8 +138,9 @@ class StoreHintTest < Minitest::Test
 
   test "kill -9 right after a compaction's rename, before its hint write, while another process appends" do
     with_files do |dir|
-      report = Loadout::TestSupport::StoreCrash.new(dir, mode: :rename_kill, trials: trials(60), writers: 2, per_file: 5,
-                                                         uniform: true, compact_every: 10, kill_within: 0.03).run
+      report = Loadout::TestSupport::StoreCrash.new(dir, mode: :rename_kill, trials: trials(60), writers: 2,
+                                                         per_file: 5, uniform: true, compact_every: 10,
+                                                         kill_within: 0.03).run
       puts "\nrename kill -9: #{report}" if TRIALS
       assert report.ok?, report.to_s
       assert_operator report.trials, :>=, trials(60)

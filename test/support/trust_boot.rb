@@ -123,7 +123,8 @@ module Loadout
         entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
                                path: target, realpath: target)
         format = Loadout::Store.const_get(:Format)
-        record = format.frame_into(String.new(encoding: Encoding::BINARY), format::PUT, key.for("i", variant, target).b, entry)
+        record = format.frame_into(String.new(encoding: Encoding::BINARY), format::PUT, key.for("i", variant, target).b,
+                                   entry)
         File.open(store, File::WRONLY | File::APPEND) { |f| f.write(record) }
         puts "planted"
       RUBY

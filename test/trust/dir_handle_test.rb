@@ -11,7 +11,7 @@ class TrustDirHandleTest < Minitest::Test
   WAYS = { descriptor: { native: true }, proc: { native: false }, path: { native: false, proc_fs: false } }.freeze
 
   WAYS.each do |name, way|
-    test "#{name}: files are made, read, renamed, listed and removed in the directory opened, after a swap of its path" do
+    test "#{name}: files are made, read, renamed, listed and removed in the dir opened, after its path is swapped" do
       skip "the native extension is not loaded" if way[:native] && Loadout::BACKEND != :native
       with_files do |tmp|
         dir = File.join(tmp, "cache")
@@ -64,7 +64,8 @@ class TrustDirHandleTest < Minitest::Test
         File.chown(65_534, nil, File.join(dir, "theirs"))
         handle = Loadout::Trust::DirHandle.open(dir, false, **way)
         assert_raises(Errno::ELOOP) { handle.open("link", File::RDONLY) }
-        assert_equal :symlink, assert_raises(Loadout::Trust::Refused) { handle.open_checked("link", File::RDONLY) }.report[0]
+        refused = assert_raises(Loadout::Trust::Refused) { handle.open_checked("link", File::RDONLY) }
+        assert_equal :symlink, refused.report[0]
         assert_equal :symlink, assert_raises(Loadout::Trust::Refused) { handle.read("link") }.report[0]
         assert_equal :not_regular, assert_raises(Loadout::Trust::Refused) { handle.read("fifo") }.report[0]
         refused = assert_raises(Loadout::Trust::Refused) { handle.open_checked("theirs", File::RDONLY) }

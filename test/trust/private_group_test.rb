@@ -136,7 +136,8 @@ class TrustPrivateGroupTest < Minitest::Test
       # Control: without that user, daemon's group is its private group, the cache is trusted,
       # and the record the other process planted runs.
       trusted = trust_boot(app, cache, user: DAEMON)
-      assert_includes trusted.stdout, "PWNED as 1", "control: the private group exception still holds:\n#{trusted.stderr}"
+      assert_includes trusted.stdout, "PWNED as 1",
+                      "control: the private group exception still holds:\n#{trusted.stderr}"
     end
   end
 

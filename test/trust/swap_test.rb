@@ -49,7 +49,7 @@ class TrustSwapTest < Minitest::Test
     end
   end
 
-  test "a cache dir swapped for a symlink after setup: the boot writes in the directory it checked, not through the link" do
+  test "a cache dir swapped for a symlink after setup: the boot writes in the dir it checked, not through the link" do
     with_trust_app do |app, cache|
       target = root_only_dir(app)
       before = cache_snapshot(target)

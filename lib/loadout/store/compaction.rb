@@ -161,7 +161,8 @@ module Loadout
           next unless name.start_with?(base)
 
           rest = name.byteslice(base.bytesize, name.bytesize)
-          if rest.start_with?(".compact.") || rest.match?(/\A\.compile-\d+-\h+\.jobs\z/n) # (jobs: versions with a worker)
+          # (jobs: files of versions with a background worker)
+          if rest.start_with?(".compact.") || rest.match?(/\A\.compile-\d+-\h+\.jobs\z/n)
             @dir.unlink_quietly(name)
           elsif rest.match?(/\A\.(hint|self-\h+)\.tmp\./n)
             @dir.unlink_quietly(name) if (@dir.mtime(name) < old rescue false)

@@ -77,7 +77,8 @@ module Loadout
       def build(file, id, map, covered, last_off, hcrc, bcrc)
         entries, count = native_entries(map) || ruby_entries(map)
         buf = String.new(Format::HINT_MAGIC, capacity: Format::HINT_HEADER + entries.bytesize + 4)
-        buf << [id, file.dev, file.ino, covered, last_off, hcrc, bcrc, count, 0, *map.counters].pack(Format::HINT_FIELDS)
+        fields = [id, file.dev, file.ino, covered, last_off, hcrc, bcrc, count, 0, *map.counters]
+        buf << fields.pack(Format::HINT_FIELDS)
         buf << entries
         buf << [Format.crc32c(buf)].pack("V")
       end

@@ -80,7 +80,8 @@ module Loadout
         text = path.to_s.dup.force_encoding(Encoding::UTF_8)
         if !text.valid_encoding? || text.match?(/[\u0000-\u001f\u007f-\u009f]/)
           text = text.inspect
-          text = text.encode(Encoding::UTF_8, invalid: :replace, undef: :replace) unless text.encoding == Encoding::UTF_8
+          utf8 = Encoding::UTF_8
+          text = text.encode(utf8, invalid: :replace, undef: :replace) unless text.encoding == utf8
         end
         return text if text.length <= SHOWN_MAX
 
