@@ -126,6 +126,38 @@ class StoreHintTest < Minitest::Test
     end
   end
 
+  test "compaction parses the log window by window: records and damage larger than a window lose nothing" do
+    with_files do |dir|
+      path = File.join(dir, "store")
+      big = Array.new(6) { |i| ["big#{i}", ("b#{i}" * 3000)] } # 9 KB records
+      small = Array.new(40) { |i| ["s#{i}", value("s#{i}")] }
+      Loadout::Store.open(path) do |s|
+        (big + small).each { |k, v| s.put(k, v) }
+        s.put("s0", value("s0")) # garbage
+      end
+      # A damaged stretch of 9 KB in the middle: the records it covers are gone, the rest stay.
+      log = File.binread(path)
+      damaged_from = log.index("s10".b) - 100
+      File.open(path, "r+b") { |f| f.pwrite("\0" * 9000, damaged_from) }
+      format = Loadout::Store.const_get(:Format)
+      ranges = format.parse(log, 0)[0].each_slice(4).to_h { |_, key, off, len| [key, off...(off + len)] }
+      survivors = (big + small).select do |k, _|
+        range = ranges.fetch(k.b)
+        range.end <= damaged_from || range.begin >= damaged_from + 9000
+      end
+      store = Loadout::Store.open(path)
+      store.instance_variable_get(:@compaction).instance_variable_set(:@window, 4096)
+      assert store.compact
+      store.close
+      Loadout::Store.open(path) do |s|
+        survivors.each { |k, v| assert_equal v, s.get(k), k }
+        assert survivors.any? { |k, _| ranges[k.b].begin >= damaged_from + 9000 }, "records after the damage"
+        assert survivors.any? { |k, _| k.start_with?("big") }, "records larger than a window"
+        assert_equal 0, s.stats[:corrupt_records], "the damage is not copied"
+      end
+    end
+  end
+
   # The trials: >= 200 per backend in the suite (60 + 80 + 60), LOADOUT_STRESS_TRIALS (or `rake
   # stress`) for more. Every put acknowledged in a file is checked after every trial on it, so a
   # record a later open or compaction loses counts too. Values end alike (uniform), as the ISeqs

@@ -33,6 +33,7 @@ module Loadout
         @dir = dir # Trust::DirHandle of the store's directory
         @name = store_name
         @evictor = nil
+        @window = CHUNK # how much of the log is parsed at a time (#live_records)
       end
 
       # Whether an automatic compaction is due, after an append made the log +log_end+ bytes
@@ -61,15 +62,14 @@ module Loadout
       #: (LogFile, Integer, untyped, ?Integer?) -> LogState
       def run(old, size, evict = nil, judged_below = nil)
         remove_stale_temp_files
-        log = old.pread(size, 0)
-        kept = kept_records(log, live_records(log), evict, judged_below)
+        kept = kept_records(old, live_records(old, size), evict, judged_below)
         tmp = "#{@name}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
         # another process compacts again right away. Created exclusively, never through a symlink.
         out = @dir.create(tmp, File::RDWR | File::APPEND)
         renamed = false
         begin
-          header, map, live, last, written = copy(log, kept, out)
+          header, map, live, last, written = copy(old, kept, out)
           Format.fdatasync(out)
           @dir.rename(tmp, @name)
           renamed = true
@@ -88,11 +88,33 @@ module Loadout
 
       private
 
-      # { key => packed } of the records live in +log+ (the whole file): the last PUT of each key
-      # not deleted after it, as a reader of the whole log would find them.
-      def live_records(log)
-        entries, = Format.parse(log, 0)
+      # { key => packed } of the records live in the first +size+ bytes of +old+: the last PUT of
+      # each key not deleted after it, as a reader of the whole log finds them. Read CHUNK bytes
+      # at a time into one buffer, each window starting where the last valid record of the one
+      # before ended (so it is parsed exactly as the whole log would be); a window with no whole
+      # record in it (a record or a damaged stretch larger than it) is read again twice as large.
+      def live_records(old, size)
         live = {}
+        buf = String.new(capacity: @window, encoding: Encoding::BINARY)
+        at = 0
+        window = @window
+        while at < size
+          len = size - at < window ? size - at : window
+          entries, good_end, = Format.parse(old.pread_into(buf, len, at), at)
+          apply_live(live, entries)
+          break if at + len >= size
+
+          if good_end > at
+            at = good_end
+            window = @window
+          else
+            window *= 2
+          end
+        end
+        live
+      end
+
+      def apply_live(live, entries)
         i = 0
         while i < entries.length
           flags = entries[i]
@@ -103,26 +125,28 @@ module Loadout
           end
           i += 4
         end
-        live
       end
 
-      # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values).
-      def kept_records(log, live, evict, judged_below)
-        return live.to_a unless evict
-
-        read = lambda do |key|
-          packed = live[key]
-          packed && Format.verify(log.byteslice(packed & Format::OFFSET_MASK, packed >> Format::OFFSET_BITS), key)
+      # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values),
+      # in the order they are in the log.
+      def kept_records(old, live, evict, judged_below)
+        kept = live.to_a
+        if evict
+          read = lambda do |key|
+            packed = live[key]
+            packed && old.read_value(key, packed)
+          end
+          judged_below ||= Float::INFINITY
+          kept.reject! do |key, packed|
+            (packed & Format::OFFSET_MASK) < judged_below && evict.call(key, read, packed >> Format::OFFSET_BITS)
+          end
         end
-        judged_below ||= Float::INFINITY
-        live.reject do |key, packed|
-          (packed & Format::OFFSET_MASK) < judged_below && evict.call(key, read, packed >> Format::OFFSET_BITS)
-        end.to_a
+        kept.sort_by! { |_, packed| packed & Format::OFFSET_MASK }
       end
 
-      # Writes the file header and the +kept+ records of +log+ to +out+. Returns [header, map,
-      # live bytes, offset of the last record, bytes written].
-      def copy(log, kept, out)
+      # Writes the file header and the +kept+ records of +old+ (each read back and checked again)
+      # to +out+. Returns [header, map, live bytes, offset of the last record, bytes written].
+      def copy(old, kept, out)
         id = Random.urandom(Format::LOG_ID_SIZE)
         baseline = Format::FILE_HEADER_SIZE + kept.sum { |_, packed| packed >> Format::OFFSET_BITS }
         buf = Format.file_header(baseline, id)
@@ -132,10 +156,14 @@ module Loadout
         map = {}
         kept.each do |key, packed|
           len = packed >> Format::OFFSET_BITS
+          rec = old.pread(len, packed & Format::OFFSET_MASK)
+          # Changed since it was parsed (under the lock: only a failing disk): kept out.
+          next if Format.verify(rec, key).nil?
+
           last = written + buf.bytesize
           map[key] = (len << Format::OFFSET_BITS) | last
           live += len
-          buf << log.byteslice(packed & Format::OFFSET_MASK, len)
+          buf << rec
           next if buf.bytesize < CHUNK
 
           written += write_all(out, buf)

@@ -89,6 +89,19 @@ module Loadout
         data || "".b
       end
 
+      # Up to len bytes at off read into +buf+ (its bytes replaced; fewer at EOF), which is
+      # returned: one buffer reused for every window of a long read.
+      def pread_into(buf, len, off)
+        buf.clear
+        return buf if len <= 0
+
+        @io.pread(len, off, buf)
+        buf << @io.pread(len - buf.bytesize, off + buf.bytesize) while buf.bytesize < len
+        buf
+      rescue EOFError
+        buf
+      end
+
       # The value of the PUT record for +key+ at +packed+ ((length << Format::OFFSET_BITS) |
       # offset, as the key map stores it), or nil when the record is short or fails its header,
       # key or CRC check. Read errors raise. Native: one pread into the String that is returned.
