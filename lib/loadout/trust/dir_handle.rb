@@ -27,9 +27,10 @@ module Loadout
           raise
         end
         begin
-          raise Errno::ENOTDIR, path unless io.stat.directory?
+          st = io.stat
+          raise Errno::ENOTDIR, path unless st.directory?
 
-          new(path, io, shared, native: native, proc_fs: proc_fs)
+          new(path, io, shared, native: native, proc_fs: proc_fs, stat: st)
         rescue StandardError
           io.close
           raise
