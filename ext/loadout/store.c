@@ -139,14 +139,14 @@ lo_store_verify(const unsigned char *rec, size_t n, const char *key, size_t klen
     return (int64_t)(n - LO_STORE_HEADER - klen);
 }
 
-static const unsigned char hint_magic[8] = { 'L', 'O', 'H', 'I', 'N', 'T', 0, 1 };
+static const unsigned char hint_magic[8] = { 'L', 'O', 'H', 'I', 'N', 'T', 0, 2 };
 
 int
 lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hint_entry_fn *fn, void *ctx)
 {
     if (n < LO_HINT_HEADER + 4 || memcmp(buf, hint_magic, 8) != 0) return -1;
     if (lo_crc32c(0, buf, n - 4) != get32(buf + n - 4)) return -1;
-    uint32_t count = get32(buf + 36);
+    uint32_t count = get32(buf + 64);
     /* First pass: every entry must fit, so a damaged hint reports nothing at all. */
     size_t pos = LO_HINT_HEADER, end = n - 4;
     for (uint32_t i = 0; i < count; i++) {
@@ -158,11 +158,13 @@ lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hin
     }
     if (pos != end) return -1;
 
-    fields[0] = get64(buf + 8);
-    fields[1] = get64(buf + 16);
-    fields[2] = get64(buf + 24);
-    fields[3] = get32(buf + 32);
-    for (int i = 0; i < 5; i++) fields[4 + i] = get64(buf + 40 + 8 * i);
+    fields[0] = get64(buf + 24); /* dev */
+    fields[1] = get64(buf + 32); /* ino */
+    fields[2] = get64(buf + 40); /* covered_end */
+    fields[3] = get64(buf + 48); /* last_off */
+    fields[4] = get32(buf + 56); /* last hdr crc */
+    fields[5] = get32(buf + 60); /* last body crc */
+    for (int i = 0; i < 5; i++) fields[6 + i] = get64(buf + 72 + 8 * i);
     pos = LO_HINT_HEADER;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t klen = get32(buf + pos + 12);

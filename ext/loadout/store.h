@@ -91,18 +91,26 @@ int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, siz
 
 /*
  * Hint file (all little-endian):
- *   0 "LOHINT\0\1"  8 dev u64  16 ino u64  24 covered_end u64  32 tail_crc u32  36 count u32
- *   40 live_bytes  48 garbage_bytes  56 garbage_records  64 corrupt_records  72 corrupt_bytes (u64 each)
- *   80 entries: off u64, reclen u32, klen u32, key ... ; then crc32c of everything before it (u32)
+ *   0 "LOHINT\0\2"  8 log id (16 bytes, from the log's file header)  24 dev u64  32 ino u64
+ *   40 covered_end u64  48 last_off u64 (where the record that ends at covered_end starts)
+ *   56 that record's hdr crc u32  60 its body crc u32  64 count u32  68 zero u32
+ *   72 live_bytes  80 garbage_bytes  88 garbage_records  96 corrupt_records  104 corrupt_bytes (u64 each)
+ *   112 entries: off u64, reclen u32, klen u32, key ... ; then crc32c of everything before it (u32)
+ * The store accepts it only for the log it names (lib/loadout/store/hint.rb): same log id, the
+ * record it names ending exactly at covered_end, and the same inode (or, for a copy, a log that
+ * ends at covered_end).
  */
-#define LO_HINT_HEADER 80
-#define LO_HINT_NFIELDS 9
+#define LO_HINT_HEADER 112
+#define LO_HINT_ID 8
+#define LO_HINT_ID_LEN 16
+#define LO_HINT_NFIELDS 11
 
 typedef void lo_hint_entry_fn(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen);
 
 /* Validates a hint (every entry's record inside the limits above);
- * fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, tail_crc, live_bytes,
- * garbage_bytes, garbage_records, corrupt_records, corrupt_bytes) and calls fn per entry.
+ * fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, last_off, last hdr crc, last body crc,
+ * live_bytes, garbage_bytes, garbage_records, corrupt_records, corrupt_bytes; the log id is the
+ * 16 bytes at LO_HINT_ID) and calls fn per entry.
  * Returns 0, or -1 when the hint is damaged (nothing was reported through fn then). */
 int lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hint_entry_fn *fn, void *ctx);
 

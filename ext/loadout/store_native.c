@@ -170,8 +170,19 @@ on_hint_entry(void *ctx, const unsigned char *key, size_t klen, uint64_t off, ui
     rb_hash_aset((VALUE)ctx, k, ULL2NUM(lo_store_pack(reclen, off)));
 }
 
-/* -> [[dev, ino, covered_end, tail_crc, live_bytes, garbage_bytes, garbage_records,
- *      corrupt_records, corrupt_bytes], {key => packed}] or nil when the hint is damaged. */
+/* The hint's fields as Ruby sees them: the log id (16 bytes) then the LO_HINT_NFIELDS numbers. */
+static VALUE
+hint_fields(VALUE buf, const uint64_t *fields)
+{
+    VALUE ary = rb_ary_new_capa(LO_HINT_NFIELDS + 1);
+    rb_ary_push(ary, rb_str_new(RSTRING_PTR(buf) + LO_HINT_ID, LO_HINT_ID_LEN));
+    for (int i = 0; i < LO_HINT_NFIELDS; i++) rb_ary_push(ary, ULL2NUM(fields[i]));
+    return ary;
+}
+
+/* -> [[log id, dev, ino, covered_end, last_off, last hdr crc, last body crc, live_bytes,
+ *      garbage_bytes, garbage_records, corrupt_records, corrupt_bytes], {key => packed}] or nil
+ *    when the hint is damaged. */
 static VALUE
 lo_native_store_hint_parse(VALUE self, VALUE buf)
 {
@@ -181,10 +192,9 @@ lo_native_store_hint_parse(VALUE self, VALUE buf)
     VALUE index = rb_hash_new();
     int rc = lo_store_hint_parse((const unsigned char *)RSTRING_PTR(buf), (size_t)RSTRING_LEN(buf), fields,
                                  on_hint_entry, (void *)index);
-    RB_GC_GUARD(buf);
     if (rc != 0) return Qnil;
-    VALUE ary = rb_ary_new_capa(LO_HINT_NFIELDS);
-    for (int i = 0; i < LO_HINT_NFIELDS; i++) rb_ary_push(ary, ULL2NUM(fields[i]));
+    VALUE ary = hint_fields(buf, fields);
+    RB_GC_GUARD(buf);
     return rb_assoc_new(ary, index);
 }
 
@@ -410,9 +420,7 @@ htab_load(VALUE klass, VALUE buf)
     int rc = lo_hint_table_build(&h->table, (const unsigned char *)RSTRING_PTR(buf), (size_t)RSTRING_LEN(buf), fields);
     if (rc == -2) rb_memerror();
     if (rc != 0) return Qnil;
-    VALUE ary = rb_ary_new_capa(LO_HINT_NFIELDS);
-    for (int i = 0; i < LO_HINT_NFIELDS; i++) rb_ary_push(ary, ULL2NUM(fields[i]));
-    return rb_assoc_new(ary, obj);
+    return rb_assoc_new(hint_fields(buf, fields), obj);
 }
 
 static VALUE

@@ -74,6 +74,7 @@ module Loadout
         @off = {}
         Stats.off.clear
         guard("close the store") { @store&.close }
+        @store&.__dir&.close if @store.respond_to?(:__dir)
         @store = nil
         @config = nil
       end
@@ -228,10 +229,13 @@ module Loadout
         guard("flush the store") { store.flush }
         guard("close the store") { store.close }
         @store = nil
-        return unless own && writable
-
-        record = LastBoot.snapshot(@installed, @setup_seconds, wrote)
-        guard("record the last boot") { LastBoot.write(store.path, record, shared: @config&.trust_shared_cache ? true : false) }
+        # (The cache dir the boot checked, held open: what follows is written in it, not by path.)
+        dir = store.respond_to?(:__dir) ? store.__dir : nil
+        if own && writable && dir
+          record = LastBoot.snapshot(@installed, @setup_seconds, wrote)
+          guard("record the last boot") { LastBoot.write(dir, File.basename(store.path), record) }
+        end
+        dir&.close
       end
 
       # Whether this boot wrote to the store (or queued files for its background compiler):

@@ -27,14 +27,16 @@ module Loadout
       end
 
       # Writes +data+ (a Hash of Strings to numbers, Strings, booleans or nested Hashes of them)
-      # for the store at +store_path+. Never raises: the numbers are not worth a failed exit.
-      # The file gets the cache's file mode (Trust.file_mode), whatever the umask.
-      #: (String, Hash[String, untyped], ?shared: bool) -> bool
-      def write(store_path, data, shared: false)
+      # for the store named +store_name+ in +dir+ (the cache dir the boot checked, held open:
+      # Trust::DirHandle; the file is opened in it, never by path). Never raises: the numbers are
+      # not worth a failed exit. The file gets the cache's file mode (Trust.file_mode), whatever
+      # the umask.
+      #: (Trust::DirHandle, String, Hash[String, untyped]) -> bool
+      def write(dir, store_name, data)
         record = dump(data, Random.urandom(8).unpack1("H*"))
-        flags = File::WRONLY | File::CREAT | File::NOFOLLOW | File::NONBLOCK
-        mode = Trust.file_mode(shared)
-        File.open(path_for(store_path), flags, mode, binmode: true) do |f|
+        mode = Trust.file_mode(dir.shared?)
+        f = dir.open("#{store_name}#{SUFFIX}", File::WRONLY | File::CREAT, mode)
+        begin
           stat = f.stat
           return false unless stat.file? && stat.nlink == 1 && stat.uid == Process.euid
 
@@ -42,6 +44,8 @@ module Loadout
 
           f.truncate(SIZE) if stat.size > SIZE # a file from elsewhere: once
           f.syswrite(record)
+        ensure
+          f.close
         end
         true
       rescue StandardError # an unwritable dir, a full disk, a FIFO in its place: no record this time

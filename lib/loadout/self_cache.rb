@@ -62,20 +62,19 @@ module Loadout
         nil
       end
 
-      # The bytes of a self cache file for +entries+ ([[path, entry], ...]: ISeq.build's entries,
-      # negative ones included, so a file Ruby must compile is known as such, not as missing).
-      # Writes the self cache file +path+ for loadout's +files+ compiled with +options+
-      # (atomically: a reader sees the old file or the new one; a failed write leaves no temp
-      # file; created exclusively, with the cache's modes, see Trust). Unreadable files are left
-      # out.
-      #: (String, Array[String], Hash[Symbol, untyped], ?bool) -> void
-      def write(path, files, options, shared = false)
+      # Writes the self cache file +name+ in +dir+ (the cache dir, held open: Trust::DirHandle) for
+      # loadout's +files+ compiled with +options+: entries as ISeq.build makes them, negative ones
+      # included, so a file Ruby must compile is known as such, not as missing. Atomically: a
+      # reader sees the old file or the new one; a failed write leaves no temp file; created
+      # exclusively, with the cache's modes. Unreadable files are left out.
+      #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped]) -> void
+      def write(dir, name, files, options)
         # compile_file reads in the default external encoding: one that is not ASCII-compatible
         # (an app may set it) cannot read source; a later boot writes the self cache.
         return unless Encoding.default_external.ascii_compatible?
 
         entries = files.filter_map { |file| (entry = CompileCache::ISeq.build(file, options)) && [file, entry] }
-        Trust.write_atomically(path, dump(entries), shared)
+        dir.write_atomically(name, dump(entries))
       rescue SystemCallError, IOError
         nil # the next boot compiles loadout's files itself and asks again
       end
@@ -122,22 +121,28 @@ module Loadout
         return unless BACKEND == :native && config.compile_cache.include?(:iseq)
         return if defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
 
-        @path = path_for(config.store_path)
-        # Nothing is read from a cache dir that fails the trust rule (Loadout::Trust); the verdict
-        # goes to Trust, which warns, so the walk is not repeated.
-        flags = config.trust_shared_cache ? 1 : 0 # Trust::SHARED
+        @name = File.basename(path_for(config.store_path))
+        # Nothing is read from a cache dir that fails the trust rule (Loadout::Trust). The cache
+        # dir is checked and held open here, and the verdict (with the open directory) goes to
+        # Trust, which warns, so the walk is not repeated and the store opens in the same
+        # directory this file is read from.
         key = [config.cache_dir, config.root, config.trust_shared_cache]
-        report = Native.trust_walk(config.cache_dir, config.root, flags)
+        report, dir = Trust.check_dir(*key)
         # The whole cache or nothing: a quick look at the store and its hint too (the store checks
         # them again as opened), so a cache that will be refused serves no file of loadout's either.
-        report ||= file_problem(config.store_path, flags) || file_problem("#{config.store_path}.hint", flags)
-        Trust.remember_walk(key, report || false) # the setup that follows uses this verdict
-        return if report && report[0] != :missing
+        store = File.basename(config.store_path)
+        if dir && (report = file_problem(dir, store) || file_problem(dir, "#{store}.hint"))
+          dir.close
+          dir = nil
+        end
+        Trust.remember_walk(key, [report, dir]) # the setup that follows uses this verdict
+        return if report && report[0] != :missing # (missing: setup makes it; this boot writes the file)
 
-        data = report ? nil : Native.trust_read(@path, flags) # nil: no file yet
-        if data.is_a?(Array)
-          return Trust.remember_walk(key, data) unless data[0] == :error # it fails the rule: the cache is refused
-
+        begin
+          data = dir&.read(@name) # nil: no file yet
+        rescue Trust::Refused => e # it fails the rule: the cache is refused
+          return Trust.remember_walk(key, [e.report, nil])
+        rescue SystemCallError
           data = nil # unreadable: Ruby compiles
         end
         @table = (data && parse(data)) || {}
@@ -151,10 +156,10 @@ module Loadout
         @table = nil
       end
 
-      # A report when +path+ is there and fails the rule (one it cannot look at is the store's to
+      # A report when +name+ is there and fails the rule (one it cannot look at is the store's to
       # report), else nil.
-      def file_problem(path, flags)
-        report = Native.trust_lstat(path, flags)
+      def file_problem(dir, name)
+        report = dir.lstat_problem(name)
         report unless report && report[0] == :error
       end
 
@@ -171,15 +176,18 @@ module Loadout
         # A store opened read-only (readonly: true, or a cache dir it cannot write) writes nothing.
         return if ctx.readonly
 
+        # Written where the store is: the cache dir the boot checked, held open by the store.
+        dir = ctx.store.respond_to?(:__dir) ? ctx.store.__dir : nil
+        return unless dir
+
         writer = ctx.writer or return
 
         files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?(LIB_PREFIX) && f.end_with?(".rb") }
         return if files.empty?
 
-        path = @path
+        name = @name
         options = RubyVM::InstructionSequence.compile_option
-        shared = config.trust_shared_cache
-        writer.at_run { write(path, files, options, shared) }
+        writer.at_run { write(dir, name, files, options) }
       rescue StandardError, ScriptError
         nil
       end

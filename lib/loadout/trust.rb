@@ -11,8 +11,12 @@ module Loadout
   # - owned by this process's effective uid or by root,
   # - not writable by others, nor by the group unless the cache is declared shared
   #   (trust_shared_cache: true, LOADOUT_TRUST_SHARED_CACHE=1) or the group is the owner's
-  #   private group,
+  #   private group (one no other user can be in: see Checks.trust_private_group?),
   # - a directory or a regular file (never a symlink, FIFO or device for a file).
+  # Above the app root the walk ends at a sticky world-writable directory that root or this
+  # user owns (/tmp). Once checked, the cache dir is held open (DirHandle) and every cache file
+  # is opened, created, renamed and removed through it: a path swapped afterwards (the dir
+  # renamed, a symlink put in its place) is never followed.
   # A cache that fails is neither read nor written (one warning says what and how to fix it).
   # What loadout creates gets 0700/0600 (0750/0640 when shared), whatever the umask.
   module Trust # :nodoc:
@@ -52,10 +56,11 @@ module Loadout
       end
 
       # The bytes of the cache file +path+, or nil when there is none; raises Refused when it
-      # fails the rule, SystemCallError when it cannot be read (EACCES, EIO...).
-      #: (String, bool) -> String?
-      def read(path, shared)
-        data = backend.trust_read(path, flags(shared))
+      # fails the rule, SystemCallError when it cannot be read (EACCES, EIO...). +at+: see
+      # DirHandle#at (nil: +path+ is a path).
+      #: (String, bool, ?untyped) -> String?
+      def read(path, shared, at = nil)
+        data = backend.trust_read(at, path, flags(shared))
         return data unless data.is_a?(Array)
         raise SystemCallError.new(path, data[5]) if data[0] == :error
 
@@ -66,13 +71,32 @@ module Loadout
       # unreadable, or not a regular file (a FIFO would block the reader forever).
       #: (String) -> String?
       def read_source(path)
-        data = backend.trust_read(path, ANY_OWNER)
+        data = backend.trust_read(nil, path, ANY_OWNER)
         data.is_a?(String) ? data : nil
       end
 
       # nil when +dir+ and its parents (up to +root+, see Checks.trust_walk) pass, else a report.
       def walk(dir, root, shared)
         backend.trust_walk(dir, root, flags(shared))
+      end
+
+      # Walks +dir+ (see #walk) and holds the directory that passed open: [nil, DirHandle], or
+      # [report, nil]. The directory opened after the walk must be the one the walk reached (the
+      # path still names it) and pass the rule itself.
+      #: (String, String?, bool) -> [Array[untyped]?, DirHandle?]
+      def check_dir(dir, root, shared)
+        report = walk(dir, root, shared)
+        return [report, nil] if report
+
+        handle = DirHandle.open(dir, shared)
+        report = check(handle.stat, true, flags(shared), dir)
+        report ||= [:changed, dir, 0, 0, 0, 0] unless handle.named_by?(dir)
+        return [nil, handle] unless report
+
+        handle.close
+        [report, nil]
+      rescue SystemCallError => e
+        [Checks.errno_report(e, dir) || [:missing, dir, 0, 0, 0, e.errno], nil]
       end
 
       # Raises Refused unless +io+, just opened at +path+ with OPEN_FLAGS, passes the rule. A file
@@ -125,55 +149,6 @@ module Loadout
         raise Refused, [:symlink, path, 0, 0, 0, e.errno]
       end
 
-      # Creates a new file named "#{prefix}#{pid}.#{random}#{suffix}" exclusively (O_EXCL|O_NOFOLLOW,
-      # so nothing planted under that name is ever written through) and yields it. Returns its path.
-      #: (String, bool, ?suffix: String) { (File) -> void } -> String
-      def create_exclusive(prefix, shared, suffix: "")
-        path = "#{prefix}#{Process.pid}.#{Random.urandom(8).unpack1("H*")}#{suffix}"
-        io = create_file(path, File::WRONLY, shared)
-        written = false
-        begin
-          yield io
-          io.close # flushes: a full disk or a file size limit fails here
-          written = true
-        ensure
-          # Any failure, an interrupt included: the half-written file goes.
-          unless written
-            begin
-              io.close unless io.closed?
-            rescue SystemCallError, IOError
-              nil
-            end
-            unlink_quietly(path)
-          end
-        end
-        path
-      end
-
-      # A new file at +path+ (O_CREAT|O_EXCL|O_NOFOLLOW: it must not exist, not even as a symlink)
-      # opened with +flags+, with exactly file_mode whatever the umask.
-      #: (String, Integer, bool) -> File
-      def create_file(path, flags, shared)
-        io = File.new(path, flags | File::CREAT | File::EXCL | OPEN_FLAGS, file_mode(shared), binmode: true)
-        io.chmod(file_mode(shared))
-        io
-      end
-
-      # Writes +data+ to +path+ atomically (an exclusive temp file renamed over it). Returns true
-      # when it did; a failure leaves the old file (or none) and no temp file.
-      #: (String, String, bool) -> bool
-      def write_atomically(path, data, shared)
-        tmp = nil
-        renamed = false
-        tmp = create_exclusive("#{path}.tmp.", shared) { |io| io.write(data) }
-        File.rename(tmp, path)
-        renamed = true
-      rescue SystemCallError, IOError
-        false
-      ensure
-        unlink_quietly(tmp) if tmp && !renamed # an interrupt between the write and the rename too
-      end
-
       # mkdir -p for a directory loadout owns: every directory it creates gets dir_mode.
       def make_dirs(dir, shared)
         return if File.directory?(dir)
@@ -188,62 +163,65 @@ module Loadout
         end
       end
 
-      # nil when the cache dir of +config+ passes the rule, else the report of what fails it. A
-      # missing cache dir is made first (unless read-only, with dir_mode); one that cannot be made
-      # is reported as :missing (see unusable?).
-      #: (Config) -> Array[untyped]?
-      def cache_problem(config)
+      # The cache dir of +config+, checked and held open: [nil, DirHandle] when it passes the
+      # rule, else [report, nil]. A missing cache dir is made first (unless read-only, with
+      # dir_mode); one that cannot be made is reported as :missing (see unusable?).
+      #: (Config) -> [Array[untyped]?, DirHandle?]
+      def cache_dir(config)
         key = [config.cache_dir, config.root, config.trust_shared_cache]
-        # SelfCache walked already when it ran (it reads its file before setup): false = passed.
-        report = take_walk(key)
-        report = walk(*key) if report.nil?
-        report = nil if report == false
+        # SelfCache checked already when it ran (it reads its file before setup).
+        report, handle = take_walk(key) || check_dir(*key)
         if report && report[0] == :missing && !config.readonly
           begin
             make_dirs(config.cache_dir, config.trust_shared_cache)
           rescue SystemCallError
-            return report
+            return [report, nil]
           end
-          report = walk(*key)
+          report, handle = check_dir(*key)
         end
-        report
+        [report, handle]
       end
 
-      # Hands cache_problem the verdict of a walk already done for +key+ (SelfCache checks the
-      # cache dir before setup, to read its own file from it): +report+ is false when it passed.
-      # Used once: the next cache_problem for +key+ takes it.
-      def remember_walk(key, report) #: (Array[untyped], untyped) -> void
-        @walked = [key, report]
+      # Hands cache_dir the verdict of a check already done for +key+ (SelfCache checks the
+      # cache dir before setup, to read its own file from it): [report, handle] as check_dir
+      # returns it. Used once: the next cache_dir for +key+ takes it (an unused one is closed).
+      def remember_walk(key, verdict) #: (Array[untyped], [Array[untyped]?, DirHandle?]) -> void
+        @walked&.last&.last&.close
+        @walked = [key, verdict]
       end
 
       def take_walk(key)
         walked = @walked
         @walked = nil
-        walked && walked[0] == key ? walked[1] : nil
+        return walked[1] if walked && walked[0] == key
+
+        walked&.last&.last&.close
+        nil
       end
 
-      # Whether a cache_problem report only says the cache dir is not there to use (missing, or
+      # Whether a cache_dir report only says the cache dir is not there to use (missing, or
       # not a directory): nothing can be read through it, the caller's usability checks say why.
       def unusable?(report)
         %i[missing not_directory].include?(report[0])
       end
 
-      # The one warning for a cache that fails the rule.
+      # The one warning for a cache that fails the rule (or could not be checked).
       def warn_refused(report, cache_dir, shared)
-        warn "loadout: not using the cache in #{cache_dir}: #{Words.problem(report)}; whoever can write there " \
-             "can make this program run their code. Fix: #{Words.fix(report, shared)}. Until then loadout " \
-             "neither reads nor writes the cache"
+        fix = Words.fix(report, shared)
+        if Words.untrusted?(report)
+          why = "; whoever can write there can make this program run their code"
+        elsif !fix.include?("LOADOUT_CACHE_DIR")
+          fix = "#{fix}, or set LOADOUT_CACHE_DIR to a directory this process can use"
+        end
+        warn "loadout: not using the cache in #{Words.shown(cache_dir)}: #{Words.problem(report)}#{why}. " \
+             "Fix: #{fix}. Until then loadout neither reads nor writes the cache"
       end
 
       def backend
         @backend || Checks
       end
-
-      def unlink_quietly(path)
-        File.unlink(path)
-      rescue SystemCallError
-        nil
-      end
     end
   end
 end
+
+require_relative "trust/dir_handle"

@@ -133,10 +133,13 @@ class CLITest < Minitest::Test
         s.delete("cc/j/v1/~/k.json")
         s.put("st/other", "x")
       end
-      Loadout::LastBoot.write(store_path(app), { "at" => 0, "pid" => 7, "program" => "bin/rails", "backend" => "native",
-                                                 "ruby" => "3.1.2", "setup_ms" => 1.5, "wrote" => false,
-                                                 "load_path" => { "hits" => 9, "misses" => 0, "fallbacks" => 1 },
-                                                 "compile_cache" => { "iseq" => { "hits" => 3, "misses" => 1 } } })
+      last_boot = { "at" => 0, "pid" => 7, "program" => "bin/rails", "backend" => "native", "ruby" => "3.1.2",
+                    "setup_ms" => 1.5, "wrote" => false,
+                    "load_path" => { "hits" => 9, "misses" => 0, "fallbacks" => 1 },
+                    "compile_cache" => { "iseq" => { "hits" => 3, "misses" => 1 } } }
+      cache_dir = Loadout::Trust::DirHandle.open(File.dirname(store_path(app)), false)
+      Loadout::LastBoot.write(cache_dir, File.basename(store_path(app)), last_boot)
+      cache_dir.close
       run = cli("stats", app: app)
       assert_equal 0, run.status, run.err
       assert_includes run.out, "store:      #{store_path(app)}"

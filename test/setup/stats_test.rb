@@ -88,7 +88,7 @@ class StatsTest < Minitest::Test
       data = { "at" => 5, "pid" => 7, "program" => "bin/rails server\nx", "wrote" => false, "setup_ms" => 1.25,
                "load_path" => { "hits" => 3, "restored" => true },
                "compile_cache" => { "iseq" => { "reasons" => { "mtime" => 2 } } } }
-      assert Loadout::LastBoot.write(store, data)
+      assert Loadout::LastBoot.write(Loadout::Trust::DirHandle.open(dir, false), "store", data)
       assert_equal({ "at" => 5, "pid" => 7, "program" => "bin/rails server x", "wrote" => false, "setup_ms" => 1.25,
                      "load_path.hits" => 3, "load_path.restored" => true, "compile_cache.iseq.reasons.mtime" => 2 },
                    Loadout::LastBoot.read(store))
@@ -114,17 +114,19 @@ class StatsTest < Minitest::Test
   test "the last-boot file is overwritten in place, never through a symlink or a hard link" do
     with_files([["victim", "keep"]]) do |dir|
       store = File.join(dir, "store")
+      handle = Loadout::Trust::DirHandle.open(dir, false)
       File.symlink(File.join(dir, "victim"), "#{store}.last-boot")
-      refute Loadout::LastBoot.write(store, { "pid" => 1 })
+      refute Loadout::LastBoot.write(handle, "store", { "pid" => 1 })
       File.delete("#{store}.last-boot")
       File.link(File.join(dir, "victim"), "#{store}.last-boot")
-      refute Loadout::LastBoot.write(store, { "pid" => 1 })
+      refute Loadout::LastBoot.write(handle, "store", { "pid" => 1 })
       assert_equal "keep", File.read(File.join(dir, "victim"))
       File.delete("#{store}.last-boot")
-      assert Loadout::LastBoot.write(store, { "pid" => 1, "program" => "long" * 300 })
+      assert Loadout::LastBoot.write(handle, "store", { "pid" => 1, "program" => "long" * 300 })
       ino = File.stat("#{store}.last-boot").ino
-      assert Loadout::LastBoot.write(store, { "pid" => 2 })
-      assert_equal [ino, Loadout::LastBoot::SIZE], [File.stat("#{store}.last-boot").ino, File.size("#{store}.last-boot")]
+      assert Loadout::LastBoot.write(handle, "store", { "pid" => 2 })
+      last_boot = "#{store}.last-boot"
+      assert_equal [ino, Loadout::LastBoot::SIZE], [File.stat(last_boot).ino, File.size(last_boot)]
       assert_equal({ "pid" => 2 }, Loadout::LastBoot.read(store))
     end
   end

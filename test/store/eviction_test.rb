@@ -159,14 +159,25 @@ class EvictionTest < Minitest::Test
       path = File.join(dir, "store")
       Loadout::Store.open(path, defer_writes: true) { |s| 3.times { |i| s.put("k#{i}", "v" * 100) } } # one write
       first = File.size(path)
-      assert_equal first, Format.header_baseline(File.binread(path, Format::FILE_HEADER_SIZE))
+      assert_equal first, Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
       Loadout::Store.open(path) do |s|
         s.put("k0", "w" * 100)
         s.compact
       end
-      assert_equal File.size(path), Format.header_baseline(File.binread(path, Format::FILE_HEADER_SIZE))
+      assert_equal File.size(path), Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
+      ids = [Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[1]]
       old_style = Format.frame_into(+"".b, Format::META, Format::FILE_HEADER_KEY, "")
-      assert_equal 0, Format.header_baseline(old_style + "x" * 40)
+      assert_equal [0, nil], Format.read_header(old_style + "x" * 40)
+      size_only = Format.frame_into(+"".b, Format::META, Format::FILE_HEADER_KEY, [123].pack("Q<"))
+      assert_equal [123, nil], Format.read_header(size_only + "x" * 40), "a file of loadout before 0.2: no log id"
+      # Every file gets a log id of its own: the first write, and each compaction.
+      Loadout::Store.open(path) { |s| s.compact }
+      ids << Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[1]
+      File.delete(path)
+      Loadout::Store.open(path) { |s| s.put("k", "v") }
+      ids << Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[1]
+      assert_equal 3, ids.uniq.size
+      assert(ids.all? { |id| id.bytesize == Format::LOG_ID_SIZE })
     end
   end
 
@@ -182,13 +193,13 @@ class EvictionTest < Minitest::Test
       Loadout::Store.open(path) do |s|
         s.evictor = evict
         400.times { |i| s.put("live/#{i}", chunk) } # one write each: the first one is the baseline
-        swept = Format.header_baseline(File.binread(path, Format::FILE_HEADER_SIZE))
+        swept = Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
         assert_operator swept, :>, 200 * 1024, "400 KiB appended past a tiny first write: swept (new baseline)"
         # What this process appended (a cold boot's whole log) is live by construction.
         assert_empty calls, "the sweep asks about no record this process appended"
         s.compact # (no evictor: a plain compaction) the baseline is now the whole file
       end
-      base = Format.header_baseline(File.binread(path, Format::FILE_HEADER_SIZE))
+      base = Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
       assert_equal File.size(path), base
       calls.clear
       Loadout::Store.open(path) do |s|

@@ -237,7 +237,7 @@ class StoreFailSafeTest < Minitest::Test
       super
     end
   end
-  Loadout::Store.const_get(:Hint).singleton_class.prepend(HintFault)
+  Loadout::Store.const_get(:Hint).prepend(HintFault)
 
   test "fail_safe survives errors of any kind from get and close; without it they propagate" do
     with_files do |dir|

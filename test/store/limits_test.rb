@@ -47,7 +47,7 @@ class StoreLimitsTest < Minitest::Test
   # A hint file with +entries+ ([key, offset, record length]) for a log of +covered+ bytes.
   def hint_bytes(entries)
     buf = Format::HINT_MAGIC.dup
-    buf << [1, 2, 3, 4, entries.size, 0, 0, 0, 0, 0].pack(Format::HINT_FIELDS)
+    buf << ["i" * 16, 1, 2, 3, 4, 5, 6, entries.size, 0, 0, 0, 0, 0, 0].pack(Format::HINT_FIELDS)
     entries.each { |key, off, reclen| buf << [off, reclen, key.bytesize].pack("Q<VV") << key }
     buf << [CRC.crc32c(buf)].pack("V")
   end
@@ -145,14 +145,14 @@ class StoreLimitsTest < Minitest::Test
           store.put("small", "s")
           assert_equal big, store.get("big")
         end
-        assert File.exist?(Hint.path_for(path)), "close wrote the hint"
+        assert File.exist?("#{path}.hint"), "close wrote the hint"
         Loadout::Store.open(path, fail_safe: fail_safe) do |store|
           assert_equal big, store.get("big")
           assert_equal "s", store.get("small")
           assert_equal 0, store.stats[:corrupt_records]
         end
       end
-      bytes = File.binread(Hint.path_for(path))
+      bytes = File.binread("#{path}.hint")
       results = hint_readers(bytes).values
       assert_equal 1, results.uniq.size, "every reader reads the hint the same way"
       map = results.first[1]
@@ -160,9 +160,9 @@ class StoreLimitsTest < Minitest::Test
       next unless NATIVE
 
       # The twin's hint entries and the native ones, from the same map, are the same bytes.
-      index = Loadout::Store.const_get(:Index).new(map.dup)
-      twin, = Hint.send(:ruby_entries, index)
-      native, = Loadout::Native.store_hint_entries(nil, map.dup, Loadout::Store.const_get(:Index)::GONE)
+      key_map = Loadout::Store.const_get(:KeyMap).new(map.dup)
+      twin, = Hint.allocate.send(:ruby_entries, key_map)
+      native, = Loadout::Native.store_hint_entries(nil, map.dup, Loadout::Store.const_get(:KeyMap)::GONE)
       assert_equal twin.b, native.b
     end
   end

@@ -5,6 +5,7 @@ require "support/store_helpers"
 
 class StoreTest < Minitest::Test
   include Loadout::TestSupport::StoreHelpers
+  Format = Loadout::Store.const_get(:Format)
 
   def with_store(**opts)
     with_files do |dir|
@@ -189,17 +190,17 @@ class StoreTest < Minitest::Test
         r.put("new", "n")
         r.put("gone-again", "x")
         r.delete("gone-again")
-        index = r.instance_variable_get(:@index)
-        refute_nil index.layers[0], "still answering from the hint table, not a full map"
-        hint = Loadout::Store::Hint
-        native = hint.native_entries(index)
-        ruby = hint.ruby_entries(index)
+        map = r.instance_variable_get(:@map)
+        refute_nil map.layers[0], "still answering from the hint table, not a full map"
+        hint = r.instance_variable_get(:@hint)
+        native = hint.send(:native_entries, map)
+        ruby = hint.send(:ruby_entries, map)
         parse = lambda do |(entries, count)|
           list = []
           at = 0
           while at < entries.bytesize
             off, len, klen = entries.unpack("Q<VV", offset: at)
-            list << [entries.byteslice(at + 16, klen), (len << 40) | off]
+            list << [entries.byteslice(at + 16, klen), (len << Format::OFFSET_BITS) | off]
             at += 16 + klen
           end
           assert_equal count, list.size

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "loadout/binary_file"
+require "loadout/trust"
 
 # A failed write never leaves a temp file behind. The failures are real: a child Ruby lowers its
 # RLIMIT_FSIZE (with SIGXFSZ ignored) so the kernel refuses, with EFBIG, every write past a few
@@ -75,7 +75,8 @@ class TempFilesTest < Minitest::Test
         Loadout::Store.open(path) { |s| s.put("k", "v") }
         files = Dir[File.join(#{File.expand_path("../../lib/loadout/store", __dir__).dump}, "*.rb")]
         limit.call
-        Loadout::SelfCache.write(path + ".self-0123456789abcdef", files, RubyVM::InstructionSequence.compile_option)
+        Loadout::SelfCache.write(Loadout::Trust::DirHandle.open(dir, false), "store.self-0123456789abcdef", files,
+                                 RubyVM::InstructionSequence.compile_option)
       RUBY
       assert_equal %w[store store.hint], files_line(out)
     end
@@ -105,20 +106,28 @@ class TempFilesTest < Minitest::Test
   test "an interrupt in the middle of a hint write or a compaction leaves no temp file either" do
     with_files do |dir|
       out = run_limited(dir, <<~RUBY)
-        # Half the bytes go out, then the process is interrupted (^C) inside the write.
-        File.prepend(Module.new do
+        # Half the bytes go out, then the process is interrupted (^C) inside the write: of the
+        # files the store creates (exclusively, in its directory), the hint's and the compaction's.
+        interrupted = Module.new do
           def write(*args)
-            return super unless $interrupt_writes && path.include?(".tmp.")
+            return super unless $interrupt_writes
 
             super(args.first.byteslice(0, 100))
             raise Interrupt
           end
 
           def syswrite(buf)
-            return super unless $interrupt_writes && path.include?(".compact.")
+            return super unless $interrupt_writes
 
             super(buf.byteslice(0, 100))
             raise Interrupt
+          end
+        end
+        Loadout::Trust::DirHandle.prepend(Module.new do
+          define_method(:create) do |name, flags|
+            io = super(name, flags)
+            io.extend(interrupted) if name.include?(".tmp.") || name.include?(".compact.")
+            io
           end
         end)
         store = Loadout::Store.open(path)
@@ -138,16 +147,19 @@ class TempFilesTest < Minitest::Test
     end
   end
 
-  test "BinaryFile.atomic_write removes its temp file on any exception, an interrupt included" do
+  test "DirHandle#write_atomically removes its temp file on any exception, an interrupt included" do
     with_files do |dir|
-      target = File.join(dir, "target")
+      handle = Loadout::Trust::DirHandle.open(dir, false)
       data = Object.new
       def data.to_s = raise(Interrupt)
-      assert_raises(Interrupt) { Loadout::BinaryFile.atomic_write(target, data) }
+      assert_raises(Interrupt) { handle.write_atomically("target", data) }
       assert_empty Dir.children(dir)
-      Loadout::BinaryFile.atomic_write(target, "bytes \xFE".b)
+      assert handle.write_atomically("target", "bytes \xFE".b)
       assert_equal ["target"], Dir.children(dir)
-      assert_equal "bytes \xFE".b, File.binread(target)
+      assert_equal "bytes \xFE".b, File.binread(File.join(dir, "target"))
+      assert_equal 0o600, File.stat(File.join(dir, "target")).mode & 0o777
+    ensure
+      handle&.close
     end
   end
 end

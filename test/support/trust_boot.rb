@@ -29,6 +29,11 @@ module Loadout
         options = { cache_dir: ENV["T_CACHE"], root: ENV["T_APP"] }
         options[:trust_shared_cache] = true if ENV["T_SHARED"] == "1"
         Loadout.setup(**options)
+        if (from = ENV["T_SWAP"]) # after setup, the cache dir is renamed away and a symlink put in its place
+          swap = "File.rename(ARGV[0], ARGV[0] + '.away'); File.symlink(ARGV[1], ARGV[0])"
+          system("setpriv", "--reuid=#{ENV["T_SWAP_AS"]}", "--regid=#{ENV["T_SWAP_AS"]}", "--clear-groups",
+                 RbConfig.ruby, "-e", swap, from, ENV["T_SWAP_TO"], exception: true)
+        end
         %w[a b].each { |f| require File.join(ENV["T_APP"], "lib", f) }
         $stderr.puts "lfb=#{$lfb}"
       RUBY
@@ -52,11 +57,106 @@ module Loadout
         end
       end
 
-      # Runs PROGRAM (as root); fails the test if it has not finished after 60 s (a hang), and waits
-      # for the background worker it may leave. Extra env: T_SHARED=1 for trust_shared_cache.
-      def trust_boot(app, cache, env: {})
-        cmd = [RbConfig.ruby, "-I", LIB, "-e", PROGRAM]
+      # Runs PROGRAM (as root, or as +user+: [uid, gid]); fails the test if it has not finished
+      # after 60 s (a hang), and waits for the background worker it may leave. Extra env:
+      # T_SHARED=1 for trust_shared_cache. +user_db+: run with these /etc/passwd, /etc/group (and
+      # /etc/nsswitch.conf) texts (see #user_db_prefix).
+      def trust_boot(app, cache, env: {}, user: nil, user_db: nil)
+        cmd = [RbConfig.ruby, "-I", user ? App.readable_lib : LIB, "-e", PROGRAM]
+        cmd = ["setpriv", "--reuid=#{user[0]}", "--regid=#{user[1]}", "--clear-groups", *cmd] if user
+        cmd = user_db_prefix(File.dirname(app), **user_db) + cmd if user_db
         run_with_deadline(clean_env({ "T_APP" => app, "T_CACHE" => cache }.merge(env)), cmd, app)
+      end
+
+      # Whether this process can give a child its own mount namespace (root, with unshare), where
+      # the user and group databases can be replaced without touching the machine's.
+      def can_unshare_mounts?
+        return @can_unshare if defined?(@can_unshare)
+
+        @can_unshare = Process.uid.zero? &&
+                       system("unshare", "-m", "--propagation", "private", "true", out: File::NULL, err: File::NULL)
+      end
+
+      # A command prefix running the rest in a private mount namespace where /etc/passwd,
+      # /etc/group and (when given) /etc/nsswitch.conf are bind mounts of these texts (written
+      # under +dir+, readable by anyone).
+      def user_db_prefix(dir, passwd:, group:, nsswitch: nil)
+        files = { "/etc/passwd" => passwd, "/etc/group" => group }
+        files["/etc/nsswitch.conf"] = nsswitch if nsswitch
+        mounts = files.each_with_index.map do |(target, text), i|
+          source = File.join(dir, "user-db-#{i}")
+          File.write(source, text)
+          File.chmod(0o644, source)
+          "mount --bind #{source} #{target}"
+        end
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", "#{mounts.join(" && ")} && exec \"$@\"", "sh"]
+      end
+
+      # Runs ruby +script+ (ARGV: +args+) as uid/gid (a primary group only: no supplementary
+      # groups, as setpriv --regid gives a process and useradd -g gives a user).
+      def as_user(uid, gid, script, args = [])
+        cmd = ["setpriv", "--reuid=#{uid}", "--regid=#{gid}", "--clear-groups", RbConfig.ruby, "-I", App.readable_lib,
+               "-e", script, *args]
+        out, err, status = Open3.capture3(clean_env, *cmd, chdir: "/")
+        assert status.success?, "as #{uid}:#{gid}: #{out}#{err}"
+        out
+      end
+
+      # Run as the other user: appends to the store at ARGV[0] a record whose entry for ARGV[1]
+      # (an app file) runs code that prints "PWNED as <uid>" (planted with the compile cache's
+      # own API: it passes every freshness check of the file). Raw bytes: no trust rule asked.
+      PLANT_RECORD = <<~'RUBY'
+        require "loadout"
+        require "loadout/store"
+        require "loadout/compile_cache"
+        store, target, evil_dir = ARGV
+        cc = Loadout::CompileCache
+        evil = File.join(evil_dir, "evil.rb")
+        File.write(evil, "puts \"PWNED as \#{Process.uid}\"\n")
+        options = RubyVM::InstructionSequence.compile_option
+        key = cc::Key.new([File.dirname(File.dirname(target))])
+        variant = key.variant(:iseq, options.sort_by { |k, _| k.to_s }.inspect)
+        binary = cc::ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(evil, options).to_binary,
+                                        { evil => target }, labels: true)
+        identity = cc::Digest.identity(target)
+        verified = identity[2] + 10_000_000_000
+        entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
+                               path: target, realpath: target)
+        format = Loadout::Store.const_get(:Format)
+        record = format.frame_into(String.new(encoding: Encoding::BINARY), format::PUT, key.for("i", variant, target).b,
+                                   entry)
+        File.open(store, File::WRONLY | File::APPEND) { |f| f.write(record) }
+        puts "planted"
+      RUBY
+
+      # Run as the other user: rewrites the self cache file ARGV[0] in place (its owner and mode
+      # stay) with one entry, for loadout's own file ARGV[1], that prints "PWNED as <uid>" and
+      # then does what the file does.
+      PLANT_SELF = <<~'RUBY'
+        require "loadout"
+        require "loadout/compile_cache"
+        require "loadout/self_cache"
+        self_file, target, evil_dir = ARGV
+        cc = Loadout::CompileCache
+        evil = File.join(evil_dir, "evil_self.rb")
+        File.write(evil, "puts \"PWNED as \#{Process.uid}\"\n" + File.read(target))
+        options = RubyVM::InstructionSequence.compile_option
+        binary = cc::ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(evil, options).to_binary,
+                                        { evil => target }, labels: true)
+        identity = cc::Digest.identity(target)
+        verified = identity[2] + 10_000_000_000
+        entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
+                               path: target, realpath: target)
+        File.open(self_file, File::WRONLY | File::TRUNC) { |f| f.write(Loadout::SelfCache.dump([[target, entry]])) }
+        puts "planted"
+      RUBY
+
+      # A directory anyone may write (the planting user's scratch space) beside the app.
+      def evil_dir(app)
+        dir = File.join(File.dirname(app), "evil")
+        FileUtils.mkdir_p(dir)
+        File.chmod(0o777, dir)
+        dir
       end
 
       # The cold boot, its worker, and a warm boot that must read the cache (the control).

@@ -18,7 +18,7 @@ class TrustChecksTest < Minitest::Test
   end
 
   def read(path, flags = 0)
-    verdict(:trust_read, path, flags)
+    verdict(:trust_read, nil, path, flags)
   end
 
   def walk(dir, root, flags = 0)
@@ -44,7 +44,8 @@ class TrustChecksTest < Minitest::Test
       group = file(dir, "g", mode: 0o660, gid: USERS_GID)
       assert_equal :group_writable, read(group).first
       assert_equal "data", read(group, Loadout::Trust::SHARED), "the shared option trusts the group"
-      assert_equal "data", read(file(dir, "private", mode: 0o660, gid: 0)), "root's private group"
+      assert_equal :group_writable, read(file(dir, "root-group", mode: 0o660, gid: 0)).first,
+                   "root's group is never a private group (containers run any uid with gid 0)"
       assert_equal :other_writable, read(file(dir, "o2", mode: 0o662, gid: USERS_GID), Loadout::Trust::SHARED).first
     end
   end
@@ -74,14 +75,14 @@ class TrustChecksTest < Minitest::Test
 
   test "lstat, the quick look by path the self cache takes at the store and its hint" do
     with_files do |dir|
-      assert_nil verdict(:trust_lstat, file(dir, "ok"), 0)
-      assert_nil verdict(:trust_lstat, File.join(dir, "missing"), 0)
-      assert_equal :other_writable, verdict(:trust_lstat, file(dir, "o", mode: 0o666), 0).first
-      assert_equal :owner, verdict(:trust_lstat, file(dir, "n", uid: NOBODY), 0).first
+      assert_nil verdict(:trust_lstat, nil, file(dir, "ok"), 0)
+      assert_nil verdict(:trust_lstat, nil, File.join(dir, "missing"), 0)
+      assert_equal :other_writable, verdict(:trust_lstat, nil, file(dir, "o", mode: 0o666), 0).first
+      assert_equal :owner, verdict(:trust_lstat, nil, file(dir, "n", uid: NOBODY), 0).first
       File.symlink(File.join(dir, "ok"), link = File.join(dir, "link"))
-      assert_equal [:symlink, link], verdict(:trust_lstat, link, 0).first(2)
+      assert_equal [:symlink, link], verdict(:trust_lstat, nil, link, 0).first(2)
       File.mkfifo(fifo = File.join(dir, "fifo"))
-      assert_equal :not_regular, verdict(:trust_lstat, fifo, 0).first
+      assert_equal :not_regular, verdict(:trust_lstat, nil, fifo, 0).first
     end
   end
 
@@ -106,6 +107,9 @@ class TrustChecksTest < Minitest::Test
       assert_equal [:other_writable, tmp], walk(cache, nil), "with no root the walk goes on"
       File.chmod(0o1777, tmp)
       assert_nil walk(cache, nil), "a sticky world-writable dir ends it"
+      File.chown(NOBODY, nil, tmp)
+      assert_equal [:owner, tmp], walk(cache, nil), "unless another user owns it: its owner may rename what is in it"
+      File.chown(0, nil, tmp)
       File.chmod(0o755, tmp)
       File.chown(NOBODY, nil, cache)
       assert_equal [:owner, cache], walk(cache, app)

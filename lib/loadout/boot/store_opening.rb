@@ -4,59 +4,79 @@ module Loadout
   module Boot
     # How a boot may use its cache dir, decided before the store is opened, so an unusable dir
     # costs one warning from here and none from the store: refused (untrusted), read-only (not
-    # writable, but a store is there to read), or read-write. Also arms the store's automatic
-    # eviction.
+    # writable, but a store is there to read), or read-write. The directory that passed the
+    # trust check is held open (Trust::DirHandle) and handed to the store: the boot's every cache
+    # file, at exit too, is opened and written in that directory, never through its path again.
+    # Also arms the store's automatic eviction.
     module StoreOpening # :nodoc:
       class << self
-        # Decides how the store may be used before opening it, so an unusable cache dir costs one
-        # warning from here and none from the store.
         # Returns the open store, or nil (said why, once). The block loads the Store component,
         # only once the dir passed (a refused cache never loads it).
         def call(config)
           # The cache is a code-execution boundary: nothing is read from one that fails the rule.
-          report = Trust.cache_problem(config)
+          report, dir = Trust.cache_dir(config)
           if report && !Trust.unusable?(report)
             Trust.warn_refused(report, config.cache_dir, config.trust_shared_cache)
             return nil
           end
-          readonly = config.readonly
-          unless readonly
-            # (A cache dir that passed the walk is a directory: only the access checks are left.)
-            dir = config.cache_dir
-            problem = report ? writable_problem(dir, config.trust_shared_cache) : access_problem(dir)
-            if problem
-              if File.file?(config.store_path) && File.readable?(config.store_path)
-                warn "loadout: cache dir #{config.cache_dir} is not writable (#{problem}); using the cache read-only. " \
-                     "Fix: make the directory writable, set LOADOUT_CACHE_DIR to a writable directory, " \
-                     "or set LOADOUT_READONLY=1 to silence this"
-                readonly = true
-              else
-                warn "loadout: cache dir #{config.cache_dir} is not usable (#{problem}); running without the cache. " \
-                     "Fix: make it a writable directory (mkdir -p / chmod u+rwx), or set LOADOUT_CACHE_DIR to one"
-                return nil
-              end
+          if report # missing, or not a directory: nothing to read, and nowhere to write
+            unless config.readonly
+              warn "loadout: cache dir #{Trust::Words.shown(config.cache_dir)} is not usable " \
+                   "(#{unusable_problem(config.cache_dir, config.trust_shared_cache)}); running without the cache. " \
+                   "Fix: make it a writable directory (mkdir -p / chmod u+rwx), or set LOADOUT_CACHE_DIR to one"
             end
+            return nil
+          end
+          store = open_store(config, dir) { yield }
+          dir.close unless store
+          store
+        rescue ConfigError
+          raise
+        rescue StandardError => e
+          dir&.close
+          warn "loadout: cache store #{Trust::Words.shown(config.store_path)} could not be opened " \
+               "(#{e.class}: #{e.message}); running without the cache"
+          nil
+        end
+
+        private
+
+        def open_store(config, dir)
+          name = File.basename(config.store_path)
+          readonly = config.readonly
+          if !readonly && (problem = access_problem(config.cache_dir))
+            unless dir.lstat_problem(name).nil? && readable?(dir, name)
+              warn "loadout: cache dir #{Trust::Words.shown(config.cache_dir)} is not usable (#{problem}); running " \
+                   "without the cache. Fix: make it a writable directory (mkdir -p / chmod u+rwx), or set " \
+                   "LOADOUT_CACHE_DIR to one"
+              return nil
+            end
+            warn "loadout: cache dir #{Trust::Words.shown(config.cache_dir)} is not writable (#{problem}); using the " \
+                 "cache read-only. Fix: make the directory writable, set LOADOUT_CACHE_DIR to a writable directory, " \
+                 "or set LOADOUT_READONLY=1 to silence this"
+            readonly = true
           end
           # Read-only with nothing to read: there is nothing to gain, and nothing to warn about.
-          return nil if readonly && !File.file?(config.store_path)
+          return nil if readonly && !readable?(dir, name)
 
           store_class = yield or return nil
           store = store_class.open(config.store_path, readonly: readonly, fail_safe: true, defer_writes: true,
-                                                      trust_shared_cache: config.trust_shared_cache)
+                                                      trust_shared_cache: config.trust_shared_cache, dir: dir)
           if store.respond_to?(:refused?) && store.refused?
             store.close # it said why; the caches stay off (nothing was read from it)
             return nil
           end
           arm_eviction(store, config.roots)
           store
-        rescue ConfigError
-          raise
-        rescue StandardError => e
-          warn "loadout: cache store #{config.store_path} could not be opened (#{e.class}: #{e.message}); running without the cache"
-          nil
         end
 
-        private
+        # Whether the store file +name+ is there to read (a regular file this process can open).
+        def readable?(dir, name)
+          dir.open(name, File::RDONLY).close
+          true
+        rescue SystemCallError, IOError
+          false
+        end
 
         # Automatic sweeps drop entries that can never be served again (see Eviction); the rule is
         # loaded only when a compaction runs, never by a boot that does not compact.
@@ -74,16 +94,14 @@ module Loadout
           end
         end
 
-        # Returns nil when cache_dir exists (or can be made) and is writable, else a short reason.
-        def writable_problem(dir, shared)
+        # Why a cache dir that is missing (or not a directory) cannot be used, in a few words.
+        def unusable_problem(dir, shared)
           return "a file is in the way" if File.exist?(dir) && !File.directory?(dir)
 
-          Trust.make_dirs(dir, shared) # (Trust.cache_problem made it when it could; this raises why not)
-          return "not a directory" unless File.directory?(dir)
-
-          access_problem(dir)
+          Trust.make_dirs(dir, shared) # (Trust.cache_dir made it when it could; this raises why not)
+          "it could not be checked"
         rescue SystemCallError => e
-          e.class.name.split("::").last.then { |errno| "#{errno}: #{e.message.sub(/ @ .*/, "")}" }
+          e.class.name.split("::").last.then { |errno| "#{errno}: #{Trust::Words.shown(e.message.sub(/ @ .*/, ""))}" }
         end
 
         def access_problem(dir)

@@ -4,16 +4,19 @@ require_relative "../binary_file"
 require_relative "../trust"
 require_relative "format"
 require_relative "log_file"
-require_relative "index"
+require_relative "key_map"
 
 module Loadout
   class Store
-    # Compaction: under the append lock, copy every live record (re-verified, byte for byte) into a
-    # new file, fdatasync it, rename it over the log and fsync the directory. Readers keep reading
-    # the old inode through their open descriptor, so they never wait; writers in other processes
-    # see the inode change after taking the lock and reopen before appending (Store#with_write_lock).
+    # Compaction: under the append lock, read the whole log, copy every live record (verified by
+    # that read, byte for byte) into a new file with a new log id, fdatasync it, rename it over
+    # the log and fsync the directory. Readers keep reading the old inode through their open
+    # descriptor, so they never wait; writers in other processes see the inode change after
+    # taking the lock and reopen before appending (Store#with_write_lock).
     #
-    # Also the rule for automatic compaction (#due?) and the evictor it applies (#evictor).
+    # What is live is decided by the log alone, parsed from its first byte: never by the store's
+    # key map, which may have come from a hint, so a hint can never make a compaction drop a
+    # record. Also the rule for automatic compaction (#due?) and the evictor it applies.
     class Compaction # :nodoc:
       CHUNK = 8 << 20
       AUTO_COMPACT_MIN_GARBAGE = 1 << 20 # and garbage above half the file
@@ -26,82 +29,139 @@ module Loadout
       # The evictor automatic compactions apply (nil: none; see Store#evictor=).
       attr_accessor :evictor
 
-      def initialize(path, shared)
-        @path = path
-        @shared = shared
+      def initialize(dir, store_name)
+        @dir = dir # Trust::DirHandle of the store's directory
+        @name = store_name
         @evictor = nil
-        @baseline = nil # [inode, the log size its file header recorded]
+        @window = CHUNK # how much of the log is parsed at a time (#live_records)
       end
 
       # Whether an automatic compaction is due, after an append made the log +log_end+ bytes
-      # long: garbage above 1 MiB and half the file, or (with an evictor) growth since the size
-      # the file header recorded.
-      #: (LogFile, Index, Integer) -> bool
-      def due?(file, index, log_end)
-        garbage = index.garbage_bytes + index.corrupt_bytes
+      # long: garbage above 1 MiB and half the file, a file of an older loadout (no log id: no
+      # hint can name it, so every open would scan it), or (with an evictor) growth since the
+      # size the file header recorded.
+      #: (LogFile, KeyMap, Integer) -> bool
+      def due?(file, map, log_end)
+        garbage = map.garbage_bytes + map.corrupt_bytes
         return true if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > log_end
+
+        base, id = file.header
+        return true unless id
         return false unless @evictor
 
-        base = baseline(file)
         log_end - base > SWEEP_MIN_GROWTH && log_end * 2 > base * 3
       end
 
-      # Rewrites +old+ (locked, its map +index+) with its live records, leaving out those +evict+
-      # drops: nil, or a callable (key, read, record bytes) -> true to leave the record out.
-      # Closes +old+ once the new file is in place (releasing its lock: waiting writers find the
-      # new inode). Returns the new file's LogState (no hint yet: the store writes it once it has
-      # adopted the state); on any failure, an interrupt included, the half-written copy goes and
-      # the old log stays.
-      # Only records before +judged_below+ (nil: all) are offered to +evict+; later ones are kept.
-      #: (LogFile, Index, untyped, ?Integer?) -> LogState
-      def run(old, index, evict = nil, judged_below = nil)
+      # Rewrites +old+ (locked, +size+ bytes long) with its live records, leaving out those
+      # +evict+ drops: nil, or a callable (key, read, record bytes) -> true to leave the record
+      # out, where read.(key) returns another key's value. Only records before +judged_below+
+      # (nil: all) are offered to +evict+; later ones are kept. Closes +old+ once the new file is
+      # in place (releasing its lock: waiting writers find the new inode). Returns the new file's
+      # LogState (no hint yet: the store writes it once it has adopted the state); on any
+      # failure, an interrupt included, the half-written copy goes and the old log stays.
+      #: (LogFile, Integer, untyped, ?Integer?) -> LogState
+      def run(old, size, evict = nil, judged_below = nil)
         remove_stale_temp_files
-        tmp = "#{@path}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
+        kept = kept_records(old, live_records(old, size), evict, judged_below)
+        tmp = "#{@name}.compact.#{Process.pid}.#{Random.urandom(8).unpack1("H*")}"
         # Opened for append and kept: after the rename this descriptor is the new log, even if
         # another process compacts again right away. Created exclusively, never through a symlink.
-        out = Trust.create_file(tmp, File::RDWR | File::APPEND, @shared)
+        out = @dir.create(tmp, File::RDWR | File::APPEND)
         renamed = false
         begin
-          map, live, written = copy_live(old, index, out, evict, judged_below)
+          header, map, live, last, written = copy(old, kept, out)
           Format.fdatasync(out)
-          File.rename(tmp, @path)
+          @dir.rename(tmp, @name)
           renamed = true
         ensure
           unless renamed
             BinaryFile.close_quietly(out)
-            BinaryFile.unlink_quietly(tmp)
+            @dir.unlink_quietly(tmp)
           end
         end
-        fsync_dir
-        file = LogFile.new(@path, out, true)
+        @dir.fsync
+        file = LogFile.new(@dir, @name, out, true)
+        file.header = header
         old.close
-        LogState.new(file, Index.new(map, [live, 0, 0, 0, 0]), written, -1, nil, nil)
+        LogState.new(file, KeyMap.new(map, [live, 0, 0, 0, 0]), written, last, -1, nil, nil)
       end
 
       private
 
-      # The log size its file header recorded (at its first write, or by the compaction that
-      # made it); read once per file.
-      def baseline(file)
-        return @baseline[1] if @baseline && @baseline[0] == file.ino
+      # { key => packed } of the records live in the first +size+ bytes of +old+: the last PUT of
+      # each key not deleted after it, as a reader of the whole log finds them. Read CHUNK bytes
+      # at a time into one buffer, each window starting where the last valid record of the one
+      # before ended (so it is parsed exactly as the whole log would be); a window with no whole
+      # record in it (a record or a damaged stretch larger than it) is read again twice as large.
+      def live_records(old, size)
+        live = {}
+        buf = String.new(capacity: @window, encoding: Encoding::BINARY)
+        at = 0
+        window = @window
+        while at < size
+          len = size - at < window ? size - at : window
+          entries, good_end, = Format.parse(old.pread_into(buf, len, at), at)
+          apply_live(live, entries)
+          break if at + len >= size
 
-        @baseline = [file.ino, Format.header_baseline(file.pread(Format::FILE_HEADER_SIZE, 0))]
-        @baseline[1]
+          if good_end > at
+            at = good_end
+            window = @window
+          else
+            window *= 2
+          end
+        end
+        live
       end
 
-      # Returns [new map, live bytes, bytes written].
-      def copy_live(old, index, out, evict, judged_below)
-        kept = kept_records(old, index, evict, judged_below)
-        buf = Format.file_header(Format::FILE_HEADER_SIZE + kept.sum { |_, packed| packed >> Format::OFFSET_BITS })
+      def apply_live(live, entries)
+        i = 0
+        while i < entries.length
+          flags = entries[i]
+          if flags == Format::PUT
+            live[entries[i + 1]] = (entries[i + 3] << Format::OFFSET_BITS) | entries[i + 2]
+          elsif flags == Format::DELETE
+            live.delete(entries[i + 1])
+          end
+          i += 4
+        end
+      end
+
+      # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values),
+      # in the order they are in the log.
+      def kept_records(old, live, evict, judged_below)
+        kept = live.to_a
+        if evict
+          read = lambda do |key|
+            packed = live[key]
+            packed && old.read_value(key, packed)
+          end
+          judged_below ||= Float::INFINITY
+          kept.reject! do |key, packed|
+            (packed & Format::OFFSET_MASK) < judged_below && evict.call(key, read, packed >> Format::OFFSET_BITS)
+          end
+        end
+        kept.sort_by! { |_, packed| packed & Format::OFFSET_MASK }
+      end
+
+      # Writes the file header and the +kept+ records of +old+ (each read back and checked again)
+      # to +out+. Returns [header, map, live bytes, offset of the last record, bytes written].
+      def copy(old, kept, out)
+        id = Random.urandom(Format::LOG_ID_SIZE)
+        baseline = Format::FILE_HEADER_SIZE + kept.sum { |_, packed| packed >> Format::OFFSET_BITS }
+        buf = Format.file_header(baseline, id)
+        last = 0
         written = 0
         live = 0
         map = {}
         kept.each do |key, packed|
           len = packed >> Format::OFFSET_BITS
           rec = old.pread(len, packed & Format::OFFSET_MASK)
-          next unless Format.verify(rec, key) # a damaged record is dropped, never copied
+          # Changed since it was parsed (under the lock: only a failing disk): kept out.
+          next if Format.verify(rec, key).nil?
 
-          map[key] = (len << Format::OFFSET_BITS) | (written + buf.bytesize)
+          last = written + buf.bytesize
+          map[key] = (len << Format::OFFSET_BITS) | last
           live += len
           buf << rec
           next if buf.bytesize < CHUNK
@@ -110,21 +170,7 @@ module Loadout
           buf = String.new(encoding: Encoding::BINARY)
         end
         written += write_all(out, buf)
-        [map, live, written]
-      end
-
-      # [[key, packed], ...] of the live records +evict+ keeps (it may read other keys' values).
-      def kept_records(old, index, evict, judged_below)
-        return index.map.to_a unless evict
-
-        read = lambda do |key|
-          packed = index.lookup(key)
-          packed && old.read_value(key, packed)
-        end
-        judged_below ||= Float::INFINITY
-        index.map.reject do |key, packed|
-          (packed & Format::OFFSET_MASK) < judged_below && evict.call(key, read, packed >> Format::OFFSET_BITS)
-        end
+        [[baseline, id], map, live, last, written]
       end
 
       def write_all(io, buf)
@@ -133,30 +179,21 @@ module Loadout
         done
       end
 
-      def fsync_dir
-        File.open(File.dirname(@path), File::RDONLY, binmode: true) { |d| d.fsync }
-      rescue SystemCallError, IOError
-        nil # some file systems refuse fsync on a directory; the rename itself is already atomic
-      end
-
       # Files left by a process that died mid-write (a crash or SIGKILL: every other failure
       # removes its own). We hold the lock, so no compaction is running; the other temps (hint,
       # self cache) are abandoned once older than a minute.
       def remove_stale_temp_files
-        dir = File.dirname(@path)
-        base = File.basename(@path).b
+        base = @name.b
         old = Time.now - 60
-        # Names as bytes: Dir.children answers in Encoding.default_external, which an app may set
-        # to one that is not ASCII-compatible.
-        Dir.children(dir, encoding: Encoding::BINARY).each do |name|
+        @dir.children.each do |name|
           next unless name.start_with?(base)
 
-          full = File.join(dir.b, name)
           rest = name.byteslice(base.bytesize, name.bytesize)
-          if rest.start_with?(".compact.") || rest.match?(/\A\.compile-\d+-\h+\.jobs\z/n) # (jobs: versions with a worker)
-            BinaryFile.unlink_quietly(full)
+          # (jobs: files of versions with a background worker)
+          if rest.start_with?(".compact.") || rest.match?(/\A\.compile-\d+-\h+\.jobs\z/n)
+            @dir.unlink_quietly(name)
           elsif rest.match?(/\A\.(hint|self-\h+)\.tmp\./n)
-            BinaryFile.unlink_quietly(full) if (File.mtime(full) < old rescue false)
+            @dir.unlink_quietly(name) if (@dir.mtime(name) < old rescue false)
           end
         end
       rescue SystemCallError

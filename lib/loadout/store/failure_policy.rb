@@ -77,7 +77,7 @@ module Loadout
         return if @warned
 
         @warned = true
-        warn "loadout: cache store #{@path}: #{problem}; #{fix}"
+        warn "loadout: cache store #{Trust::Words.shown(@path)}: #{problem}; #{fix}"
       end
     end
   end

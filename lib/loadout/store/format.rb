@@ -35,13 +35,19 @@ module Loadout
       MAX_LOG = 1 << OFFSET_BITS
       OFFSET_MASK = MAX_LOG - 1
       MAX_RECORD = HEADER + MAX_KEY + MAX_VALUE
-      HINT_MAGIC = "LOHINT\x00\x01".b.freeze
-      HINT_HEADER = 80
-      HINT_FIELDS = "Q<Q<Q<VVQ<Q<Q<Q<Q<"
-      # Key of the meta record that opens every store file; its value is the file's size right
-      # after its first write or the compaction that made it (u64; empty in older files).
+      # The hint file (layout in ext/loadout/store.h); its version is the magic's last byte.
+      HINT_MAGIC = "LOHINT\x00\x02".b.freeze
+      HINT_HEADER = 112
+      # After the magic: log id, dev, ino, covered end, last record's offset, hdr crc and body crc,
+      # count, zero, then the five KeyMap counters.
+      HINT_FIELDS = "a16Q<Q<Q<Q<VVVVQ<Q<Q<Q<Q<"
+      # Key of the meta record that opens every store file. Its value: the file's size right after
+      # its first write or the compaction that made it (u64), then the log id (16 random bytes,
+      # new for every file, which the hint names). Files written before the log id existed have the
+      # size only (no id: no hint ever matches them, and their first write compacts them).
       FILE_HEADER_KEY = "loadout.store".b.freeze
-      FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8
+      LOG_ID_SIZE = 16
+      FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8 + LOG_ID_SIZE
       # For the methods a cold boot calls once per file: Ruby 3.1 drops every constant cache
       # whenever a class or module is defined, and each lookup after that allocates.
       @max_key = MAX_KEY
@@ -121,16 +127,33 @@ module Loadout
         end
       end
 
-      def file_header(baseline)
-        frame_into(String.new(encoding: Encoding::BINARY), META, FILE_HEADER_KEY, [baseline].pack("Q<"))
+      def file_header(baseline, id)
+        frame_into(String.new(encoding: Encoding::BINARY), META, FILE_HEADER_KEY, [baseline, id].pack("Q<a16"))
       end
 
-      # The baseline in the file header at the start of +bytes+; 0 when there is none.
-      def header_baseline(bytes)
+      # [baseline, log id] from the file header at the start of +bytes+: [0, nil] when there is
+      # none, [baseline, nil] for a header of an older loadout (the baseline only).
+      def read_header(bytes)
         entries, = parse(bytes, 0)
-        return 0 unless entries[0] == META && entries[1] == FILE_HEADER_KEY && entries[3] == FILE_HEADER_SIZE
+        return [0, nil] unless entries[0] == META && entries[1] == FILE_HEADER_KEY
 
-        bytes.byteslice(FILE_HEADER_SIZE - 8, 8).unpack1("Q<")
+        value = bytes.byteslice(HEADER + FILE_HEADER_KEY.bytesize, entries[3] - HEADER - FILE_HEADER_KEY.bytesize)
+        return [0, nil] if value.bytesize < 8
+
+        baseline, id = value.unpack("Q<a16")
+        [baseline, value.bytesize == 8 + LOG_ID_SIZE ? id : nil]
+      end
+
+      # [record length, hdr crc, body crc] of the record whose first HEADER bytes are +bytes+,
+      # when they are a valid header (magic, header CRC, this version, limits); else nil.
+      def record_header(bytes)
+        return nil unless bytes.bytesize == HEADER && bytes.start_with?(MAGIC)
+
+        _, version, flags, klen, vlen, hcrc, bcrc = bytes.unpack("a2CCVVVV")
+        return nil unless crc32c(bytes.byteslice(0, 12)) == hcrc && version == FORMAT_VERSION && flags <= META
+        return nil unless klen <= MAX_KEY && vlen <= MAX_VALUE
+
+        [HEADER + klen + vlen, hcrc, bcrc]
       end
 
       # True when a record of +reclen+ bytes at +off+ is within the limits (so it packs losslessly).

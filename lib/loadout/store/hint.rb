@@ -1,86 +1,105 @@
 # frozen_string_literal: true
 
-require_relative "../binary_file"
+require_relative "../trust"
+require_relative "format"
+require_relative "key_map"
 
 module Loadout
   class Store
-    # The hint file (PATH.hint): the key map of a log prefix, so open reads one small file instead
-    # of scanning the log. It names the log it describes (dev, inode, covered length and the CRC of
-    # the last 64 covered bytes) and ends with a CRC of itself; anything that does not match is
-    # ignored and the log is scanned. Written to a temp file and renamed into place.
-    #
-    # The device and inode are recorded but not required: a cache dir restored by copy (a CI
-    # cache, a Docker layer) has new inodes and the same bytes, and its hint must still serve.
-    # What identifies the log is its content: the covered length and the CRC of the bytes that end
-    # it (the last record's tail and CRC). A hint that still matched another log would only cost
-    # misses: every read checks the record's CRC and key.
+    # The hint file ("<store>.hint"): the key map of a log prefix, so open reads one small file
+    # instead of scanning the log. Ignored (the log is scanned) unless it names the very log it
+    # is read for, by what another log cannot share:
+    # - the log id: 16 random bytes in the log's file header, new for every file (a first write
+    #   to an empty file, each compaction). A hint left for a log that was compacted away (its
+    #   writer killed between the rename and the hint write; or a process that still had the old
+    #   file open writing its hint last) names the old id;
+    # - the exact covered length: the record the hint says ends the covered prefix is read back
+    #   from the log (header CRC, and the same header and body CRCs as when the hint was written)
+    #   and must end exactly there;
+    # - the same device and inode, or, for a copy of the cache dir (a CI cache restore, a Docker
+    #   layer: new inodes, same bytes), a log that still ends where the hint does.
+    # A hint is written only when the log confirms that record, and ends with a CRC of itself.
     #
     # Not fsynced: a hint that a crash leaves torn, empty or stale fails those checks and costs
     # the next open one scan of the log, never a wrong answer; an fsync would cost every boot
-    # that wrote anything (a first boot, a CI boot) a disk flush at exit.
-    module Hint # :nodoc:
-      TAIL = 64
-
-      module_function
-
-      def path_for(path)
-        "#{path}.hint"
+    # that wrote anything (a first boot, a CI boot) a disk flush at exit. Written to a temp file
+    # in the store's directory and renamed into place (Trust::DirHandle#write_atomically).
+    class Hint # :nodoc:
+      def initialize(dir, store_name)
+        @dir = dir # Trust::DirHandle of the store's directory
+        @name = "#{store_name}.hint"
       end
 
-      # [Index, covered_end] from a hint that matches +file+, or nil.
-      # A hint that fails the trust rule raises Trust::Refused: the store refuses the whole cache.
-      def load(path, file, shared)
-        data = Trust.read(path_for(path), shared) or return nil
+      attr_reader :name
+
+      # [KeyMap, covered end, offset of the last covered record] from a hint that names +file+,
+      # or nil. A hint that fails the trust rule raises Trust::Refused: the store refuses the
+      # whole cache.
+      #: (LogFile) -> [KeyMap, Integer, Integer]?
+      def load(file)
+        data = @dir.read(@name) or return nil
         fields, table = Format.hint_table(data)
         return nil unless fields
 
-        _dev, _ino, covered, tail_crc, *counters = fields
-        return nil unless covered <= file.size && tail_crc(file, covered) == tail_crc
+        id, dev, ino, covered, last_off, last_hcrc, last_bcrc, *counters = fields
+        size = file.size
+        return nil unless covered <= size && id == file.id
+        return nil unless (dev == file.dev && ino == file.ino) || covered == size
+        return nil unless ends_at?(file, last_off, covered, last_hcrc, last_bcrc)
 
-        [Index.new({}, counters, base: table), covered]
+        [KeyMap.new({}, counters, base: table), covered, last_off]
       rescue SystemCallError, IOError
         nil
       end
 
-      # Writes the hint for +index+, which covers file bytes [0, covered). Returns true on success;
-      # a failure only costs the next open a scan. (The temp file is created exclusively under a
-      # random name and removed whatever fails: see Trust.write_atomically.)
-      def write(path, file, index, covered, shared)
-        Trust.write_atomically(path_for(path), build(file, index, covered), shared)
+      # Writes the hint for +map+, which covers file bytes [0, covered), the last covered record
+      # starting at +last_off+. Returns true when it did; a failure only costs the next open a
+      # scan. Nothing is written for a file without a log id (an older loadout's) or when the
+      # log does not confirm the record.
+      #: (LogFile, KeyMap, Integer, Integer) -> bool
+      def write(file, map, covered, last_off)
+        id = file.id or return false
+        head = last_off >= 0 && Format.record_header(file.pread(Format::HEADER, last_off))
+        return false unless head && last_off + head[0] == covered
+
+        @dir.write_atomically(@name, build(file, id, map, covered, last_off, head[1], head[2]))
       rescue SystemCallError, IOError
         false
       end
 
-      def build(file, index, covered)
-        entries, count = native_entries(index) || ruby_entries(index)
+      private
+
+      def ends_at?(file, last_off, covered, hcrc, bcrc)
+        head = Format.record_header(file.pread(Format::HEADER, last_off))
+        !head.nil? && last_off + head[0] == covered && head[1] == hcrc && head[2] == bcrc
+      end
+
+      def build(file, id, map, covered, last_off, hcrc, bcrc)
+        entries, count = native_entries(map) || ruby_entries(map)
         buf = String.new(Format::HINT_MAGIC, capacity: Format::HINT_HEADER + entries.bytesize + 4)
-        buf << [file.dev, file.ino, covered, tail_crc(file, covered), count, *index.counters].pack(Format::HINT_FIELDS)
+        fields = [id, file.dev, file.ino, covered, last_off, hcrc, bcrc, count, 0, *map.counters]
+        buf << fields.pack(Format::HINT_FIELDS)
         buf << entries
         buf << [Format.crc32c(buf)].pack("V")
       end
 
       # [entries, count] straight from the native hint table and the overlay (no full map built).
-      def native_entries(index)
+      def native_entries(map)
         return nil unless BACKEND == :native
 
-        base, overlay = index.layers
+        base, overlay = map.layers
         return nil unless base.nil? || base.is_a?(Native::HintTable)
 
-        Native.store_hint_entries(base&.bytes, overlay, Index::GONE)
+        Native.store_hint_entries(base&.bytes, overlay, KeyMap::GONE)
       end
 
-      def ruby_entries(index)
-        map = index.map
-        entries = String.new(capacity: map.size * 48)
-        map.each do |key, packed|
+      def ruby_entries(map)
+        all = map.map
+        entries = String.new(capacity: all.size * 48)
+        all.each do |key, packed|
           entries << [packed & Format::OFFSET_MASK, packed >> Format::OFFSET_BITS, key.bytesize].pack("Q<VV") << key
         end
-        [entries, map.size]
-      end
-
-      def tail_crc(file, covered)
-        len = covered < TAIL ? covered : TAIL
-        Format.crc32c(file.pread(len, covered - len))
+        [entries, all.size]
       end
     end
   end

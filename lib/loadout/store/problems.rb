@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../trust"
+
 module Loadout
   class Store
     # Turns what went wrong into the words of one warning or error: what happened and how to fix it.
@@ -8,10 +10,11 @@ module Loadout
 
       # [problem, fix] for a SystemCallError/IOError met while opening or writing +path+.
       def describe(error, path)
+        dir = Trust::Words.shown(File.dirname(path))
         case error
         when Errno::EACCES, Errno::EPERM
           ["permission denied (#{errno_name(error)})",
-           "make #{File.dirname(path)} writable by this user, point the cache elsewhere, or open it readonly"]
+           "make #{dir} writable by this user, point the cache elsewhere, or open it readonly"]
         when Errno::EROFS
           ["the file system is read-only (EROFS)", "put the cache on a writable file system, or open it readonly"]
         when Errno::ENOSPC, Errno::EDQUOT
@@ -25,7 +28,7 @@ module Loadout
         when Errno::EIO
           ["an I/O error occurred (EIO)", "check the disk; delete the file if it keeps failing"]
         else
-          ["#{error.class}: #{error.message}", "check the file and its directory"]
+          ["#{error.class}: #{Trust::Words.shown(error.message)}", "check the file and its directory"]
         end
       end
 

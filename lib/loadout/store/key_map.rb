@@ -2,14 +2,14 @@
 
 module Loadout
   class Store
-    # The in-memory key map (key => (record length << 40) | offset) and the byte accounting
-    # behind #stats and auto-compaction. Values are never held here: gets pread them.
+    # The in-memory key map (key => (record length << Format::OFFSET_BITS) | offset) and the byte
+    # accounting behind #stats and auto-compaction. Values are never held here: gets pread them.
     #
     # After a hint load the map starts as +base+, a table that answers lookups straight from the
     # hint bytes (Native::HintTable), plus a small overlay Hash of changes since; the full Hash is
     # built only when every key is needed (#each_pair, #keys, #map), so a warm open allocates
     # nothing per key.
-    class Index # :nodoc:
+    class KeyMap # :nodoc:
       GONE = Object.new.freeze # overlay marker: deleted, although +base+ still lists it
 
       attr_reader :live_bytes, :garbage_bytes, :garbage_records, :corrupt_records, :corrupt_bytes, :size
