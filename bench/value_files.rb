@@ -9,6 +9,8 @@
 #               as a negative entry; target: a warm boot <= 1.1x plain Ruby's
 #   unfaithful  a YAML file of 20,000 objects of an app class no codec reproduces: remembered as
 #               such; target: warm <= 1.1x plain
+#   control     a 1 KB YAML file without aliases, loaded like alias_unsafe: what loadout's own setup
+#               costs a boot this small, whatever it loads (the alias rows are read against it)
 #
 # Each boot is a child Ruby: plain, loadout cold and loadout warm, in interleaved rounds. Cold is
 # the file's first boot with loadout: a copy of it under a new name, which no boot has seen, on a
@@ -42,7 +44,8 @@ CALLS = {
   "alias_aliases" => ["alias.yml", "YAML.load_file(PATH, aliases: true)"],
   "alias_i18n" => ["alias.yml", "YAML.unsafe_load_file(PATH, symbolize_names: true, freeze: true)"],
   "big_json" => ["big.json", "JSON.load_file(PATH)"],
-  "unfaithful" => ["objects.yml", "YAML.unsafe_load_file(PATH)"]
+  "unfaithful" => ["objects.yml", "YAML.unsafe_load_file(PATH)"],
+  "control" => ["plain.yml", "YAML.unsafe_load_file(PATH)"]
 }.freeze
 scenarios = opts[:only] ? CALLS.slice(*opts[:only]) : CALLS
 
@@ -50,6 +53,8 @@ def write_files(dir)
   lines = ["l0: &l0 [#{(1..10).map { |i| "s#{i}" }.join(", ")}]"]
   (1..7).each { |k| lines << "l#{k}: &l#{k} [#{Array.new(10, "*l#{k - 1}").join(", ")}]" }
   File.write(File.join(dir, "alias.yml"), "#{lines.join("\n")}\n")
+  plain = (0..7).map { |k| "l#{k}: [#{Array.new(10) { |i| "s#{k}#{i}" }.join(", ")}]" }
+  File.write(File.join(dir, "plain.yml"), "#{plain.join("\n")}\n")
   File.open(File.join(dir, "big.json"), "w") do |f|
     f << "["
     400_000.times do |i|
