@@ -12,8 +12,7 @@
 #   bootsnap_warm    bootsnap, cache filled by earlier boots
 #   bootsnap_ci      bootsnap, every file's mtime changed before the boot (a CI checkout with a
 #                    restored cache); bootsnap_ci_reval is the same with revalidation: true
-#   loadout_cold     empty store before the boot; the store is filled by a background worker
-#                    after exit (timed once and reported separately, never counted in the boot)
+#   loadout_cold     empty store before the boot; the boot stores what Ruby compiles (captures)
 #   loadout_warm     loadout, store filled by earlier boots
 #   loadout_ci       loadout, every file's mtime changed before the boot
 require "fileutils"
@@ -63,28 +62,15 @@ def command(kind, app, cache)
   [RbConfig.ruby, *paths.flat_map { |p| ["-I", p] }, "-e", script]
 end
 
-# Wall time of one boot. The boot's process group (its background writer, if any) is then
-# waited for (:wait, also returning how long it lived after the boot) or ended (:kill), so it
-# never runs into the next measurement.
-def run(cmd, group: :wait)
+# Wall time of one boot.
+def run(cmd)
   started = Bench.clock
-  pid = Process.spawn(CHILD_ENV, *cmd, out: File::NULL, err: File::NULL, pgroup: true)
+  pid = Process.spawn(CHILD_ENV, *cmd, out: File::NULL, err: File::NULL)
   _, status = Process.wait2(pid)
   took = Bench.clock - started
   raise "boot failed: #{cmd.last[0, 200]}" unless status.success?
 
-  begin
-    Process.kill(:TERM, -pid) if group == :kill
-  rescue Errno::ESRCH
-    nil
-  end
-  loop do
-    Process.kill(0, -pid)
-    sleep 0.01
-  rescue Errno::ESRCH
-    break
-  end
-  [took, Bench.clock - started - took]
+  took
 end
 
 def touch_all(app, time)
@@ -104,8 +90,8 @@ def cost_split(app, cache)
     blobs = nil
     entries = nil
     r = {}
-    r["stat"] = t.call { files.each { |f| CC::Digest.identity(f) } }
-    r["digest (CI only)"] = t.call { files.each { |f| CC::Digest.file(f) } }
+    r["stat"] = t.call { files.each { |f| CC::Freshness.identity(f) } }
+    r["digest (CI only)"] = t.call { files.each { |f| CC::XXH64.file(f) } }
     r["store read"] = t.call { blobs = keys.map { |k| store.get(k) } }
     r["payload check"] = t.call { entries = blobs.map { |b| CC::Entry.load(b) } }
     r["load_from_binary"] = t.call { entries.each { |e| RubyVM::InstructionSequence.load_from_binary(e.payload) } }
@@ -143,7 +129,6 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
   end
 
   samples = Hash.new { |h, k| h[k] = [] }
-  background = []
   ROUNDS.times do |round|
     scenarios.keys.rotate(round).each do |name|
       app = apps[name]
@@ -152,12 +137,7 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
       when :loadout_cold then FileUtils.rm_rf(Dir.glob("#{cache}*"))
       when :bootsnap_ci, :bootsnap_ci_reval, :loadout_ci then touch_all(app, Time.now - (3600 * (round + 1)))
       end
-      # The cold scenario's background writer is timed once, then ended in later rounds (the
-      # next cold round starts from an empty store anyway).
-      group = name == :loadout_cold && round.positive? ? :kill : :wait
-      took, bg = run(command(scenarios[name], app, cache), group: group)
-      background << bg if name == :loadout_cold && group == :wait
-      samples[name] << took
+      samples[name] << run(command(scenarios[name], app, cache))
     end
     warn "  round #{round + 1}/#{ROUNDS}: " + samples.map { |n, v| "#{n}=#{format("%.2f", v.last)}s" }.join(" ")
   end
@@ -169,7 +149,6 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
   end
   puts Bench.table(rows, ["scenario", "median s", "vs plain", "vs bootsnap warm", "vs loadout warm"])
   puts
-  puts "loadout_cold background writer (after exit, not counted above): #{format("%.2f", background.first)}s"
   split = cost_split(apps[:loadout_warm], caches[:loadout_warm])
   puts "loadout warm cost split over #{FILES} ISeqs (ms, measured in one process): " +
        split.map { |k, v| "#{k}=#{format("%.1f", v)}" }.join(", ")

@@ -65,7 +65,7 @@ settle(const unsigned char *e, int verbose, lo_fresh_verdict fresh, lo_fresh_res
 
 void
 lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *path, size_t plen, int64_t racy_ns,
-               int verbose, int revalidate, lo_fresh_record_fn get_record, void *ctx, lo_fresh_result *out)
+               int verbose, int revalidate, const unsigned char *rec, size_t rec_len, lo_fresh_result *out)
 {
     memset(out, 0, sizeof(*out));
     out->verdict = LO_FRESH_CORRUPT;
@@ -93,18 +93,18 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
         settle(e, verbose, LO_FRESH_BY_STAT, out);
         return;
     }
-    if (get_record) {
-        const unsigned char *rec = NULL;
-        size_t rec_len = 0;
-        get_record(ctx, &rec, &rec_len);
-        if (rec && rec_len == LO_FRESH_RECORD_SIZE && memcmp(rec, "LOcs", 4) == 0 && rec[CE_VERSION] == version &&
-            get64(rec + CE_DIGEST) == get64(e + CE_DIGEST) && vouches(rec, &id, racy_ns)) {
-            settle(e, verbose, LO_FRESH_BY_RECORD, out);
-            return;
-        }
-    }
     out->verdict = LO_FRESH_STALE;
-    if (!revalidate || id.size != (int64_t)get64(e + CE_SIZE)) return;
+    if (id.size != (int64_t)get64(e + CE_SIZE)) return; /* no record or digest can vouch for other bytes */
+    if (!rec) {
+        out->verdict = LO_FRESH_UNVOUCHED;
+        return;
+    }
+    if (rec_len == LO_FRESH_RECORD_SIZE && memcmp(rec, "LOcs", 4) == 0 && rec[CE_VERSION] == version &&
+        get64(rec + CE_DIGEST) == get64(e + CE_DIGEST) && vouches(rec, &id, racy_ns)) {
+        settle(e, verbose, LO_FRESH_BY_RECORD, out);
+        return;
+    }
+    if (!revalidate) return;
 
     /* Verified: the clock before the bytes are read, so an edit racing the read moves ctime past it. */
     struct timespec now;
@@ -116,7 +116,7 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
     }
     if (digest != get64(e + CE_DIGEST)) return;
 
-    unsigned char *r = out->record;
+    unsigned char *r = out->new_record;
     memcpy(r, "LOcs", 4);
     r[CE_VERSION] = (unsigned char)version;
     put64(r + CE_SIZE, (uint64_t)id.size);

@@ -15,14 +15,15 @@
  *  2. Trusted (racy_ns < 0): fresh without a stat.
  *  3. One stat (else MISSING). Fresh when size, mtime (ns), ctime, inode and device equal the
  *     entry's and it was verified at least racy_ns after that ctime (git's racy-clean rule).
- *  4. Else the stat record a revalidation appended (fetched through +get_record+ only now),
- *     for the same source digest, checked the same way.
- *  5. Else, with +revalidate+: a different size is STALE; otherwise the file's XXH64 decides:
- *     equal means only the metadata moved (a checkout, a restored CI cache): REVALIDATED, and
- *     +record+ holds the 64-byte stat record to append; different means STALE. Without
- *     +revalidate+: STALE.
- *  6. A fresh entry whose payload digest does not match is CORRUPT; a negative one is
- *     NEGATIVE (the payload is the reason); one flagged for -w warnings, with +verbose+, WARNS.
+ *  4. A file of another size is STALE. Otherwise the stat record a revalidation appended decides
+ *     next: without it (+record+ NULL: not looked up yet) the answer is UNVOUCHED, and the caller
+ *     looks it up in the store and asks again (+record_len+ 0: there is none). One for the same
+ *     source digest, checked the same way, makes the entry fresh BY_RECORD.
+ *  5. Else, with +revalidate+: the file's XXH64 decides: equal means only the metadata moved (a
+ *     checkout, a restored CI cache): REVALIDATED, and +new_record+ holds the 64-byte stat record
+ *     to append; different means STALE. Without +revalidate+: STALE.
+ *  6. A fresh entry whose payload digest does not match is CORRUPT; a negative one is NEGATIVE
+ *     (the payload is the reason); one flagged for -w warnings, with +verbose+, WARNS.
  * +moved+ says the payload names another place than +path+: it was compiled at another path,
  * or the file is another inode than the one that vouched (the caller checks the realpath
  * before it serves a payload that embeds paths).
@@ -36,6 +37,7 @@ typedef enum {
     LO_FRESH_BY_STAT,   /* also: trusted */
     LO_FRESH_BY_RECORD,
     LO_FRESH_REVALIDATED,
+    LO_FRESH_UNVOUCHED,
 } lo_fresh_verdict;
 
 #define LO_FRESH_RECORD_SIZE 64
@@ -45,16 +47,13 @@ typedef enum {
 typedef struct {
     lo_fresh_verdict verdict;
     int moved;
-    int has_record; /* record holds a stat record to append (content revalidated) */
+    int has_record; /* new_record holds a stat record to append (content revalidated) */
     size_t payload_off, payload_len;
-    unsigned char record[LO_FRESH_RECORD_SIZE];
+    unsigned char new_record[LO_FRESH_RECORD_SIZE];
 } lo_fresh_result;
 
-/* Fetches the stat record: sets *rec and *len (NULL when there is none). Called at most once. */
-typedef void (*lo_fresh_record_fn)(void *ctx, const unsigned char **rec, size_t *len);
-
 void lo_fresh_judge(const unsigned char *entry, size_t n, unsigned version, const char *path, size_t plen,
-                    int64_t racy_ns, int verbose, int revalidate, lo_fresh_record_fn get_record, void *ctx,
+                    int64_t racy_ns, int verbose, int revalidate, const unsigned char *record, size_t record_len,
                     lo_fresh_result *out);
 
 #endif

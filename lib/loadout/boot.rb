@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "config"
-# At setup, not at exit: a file loaded after the compile cache's writer has run would be compiled
+# At setup, not at exit: a file loaded after the compile cache has finished would be compiled
 # by Ruby on every boot.
 require_relative "last_boot"
 require_relative "loaded_files"
@@ -68,7 +68,7 @@ module Loadout
       # Uninstalls every component and closes the store; setup may then run again (tests).
       def teardown #: () -> void
         cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
-        guard("write the compile cache's queue") { cache.finish! } if cache.respond_to?(:finish!)
+        guard("finish the compile cache") { cache.finish! } if cache.respond_to?(:finish!)
         @installed.reverse_each { |mod| guard("uninstall #{mod}") { mod.uninstall! } }
         @installed = []
         @off = {}
@@ -198,15 +198,15 @@ module Loadout
       end
 
       # The one exit sequence of a boot (the only at_exit hook loadout registers for it), in
-      # order: the compile cache's writer (its queued compiles and self cache, while the store is
-      # open); what this boot loaded (for `loadout check`) and the app's $LOAD_PATH, when it
+      # order: the compile cache's finish (captures stopped, the self cache written, while the
+      # store is open); what this boot loaded (for `loadout check`) and the app's $LOAD_PATH, when it
       # writes anyway; the batched writes of the whole boot flushed in one go; the store closed;
       # then this boot's numbers beside it (LastBoot, for `loadout stats`). Forked children record
       # nothing of their own: the process that set up is the boot.
       def finish
         store = @store or return
         cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
-        guard("write the compile cache's queue") { cache.finish! } if cache.respond_to?(:finish!)
+        guard("finish the compile cache") { cache.finish! } if cache.respond_to?(:finish!)
         own = @setup_pid == Process.pid
         writable = store.writable?
         wrote = writable && wrote?(store)
@@ -238,9 +238,9 @@ module Loadout
         dir&.close
       end
 
-      # Whether this boot wrote to the store (or queued files for its background compiler):
-      # only such a boot (or any under LOADOUT_STATS=1) records what it loaded, so a warm boot
-      # that hit everything appends nothing.
+      # Whether this boot wrote to the store (or queued writes for it): only such a boot (or any
+      # under LOADOUT_STATS=1) records what it loaded, so a warm boot that hit everything appends
+      # nothing.
       def wrote?(store)
         pending = store.respond_to?(:stats) ? store.stats[:pending_writes] : nil
         return true if pending.is_a?(Integer) && pending.positive?
@@ -254,7 +254,7 @@ module Loadout
       def record_seen(store)
         return unless store.writable? && @installed.any? { |m| m.name == "Loadout::CompileCache" }
 
-        key = CompileCache.context&.key or return
+        key = CompileCache.entries&.key or return
         key.seen_records.each { |k, value| store.put(k, value) unless store.get(k) == value }
       end
 

@@ -6,129 +6,128 @@ require_relative "instrumentation"
 module Loadout
   # Caches the expensive compile and parse steps of a boot in the store: Ruby instruction
   # sequences (through RubyVM::InstructionSequence.load_iseq), YAML.load_file and friends, and
-  # JSON.load_file. Every handler shares one key and validation path (CompileCache::Key,
-  # CompileCache::Freshness): keys are relative to the roots so a moved checkout still hits,
-  # entries are checked with one stat and a content digest, and anything unexpected falls back
-  # to Ruby doing the work itself.
+  # JSON.load_file.
   #
   #   Loadout::CompileCache.install!(store: store, roots: [app_root, *gem_dirs, RbConfig::CONFIG["prefix"]])
   #   ...
   #   Loadout::CompileCache.finish! # before store.close (Loadout.setup does both at exit)
+  #
+  # One handler per kind (ISeqHandler, YAMLHandler, JSONHandler; the last two are
+  # ValueHandlers) does only what is its own: turn a payload into what Ruby asked for, and store
+  # what Ruby made on a miss. Everything else is shared: the key (Key: relative to the roots, so
+  # a moved checkout still hits), the entry format (Entry), and reading, judging and writing
+  # entries (Entries, Freshness: one stat, else the stat record, else a content digest). Anything
+  # unexpected falls back to Ruby doing the work itself.
+  #
+  # The hot path: on Ruby 3.1 every class definition throws away all constant caches, and a boot
+  # defines about one class per file it loads, so a constant named in code that runs per loaded
+  # file is looked up again (and a cache object allocated) on every call. That code (a hit, a
+  # capture, a revalidation) names no constants: it reads them from instance variables set once
+  # (marked "hot path: see CompileCache"), or writes small ones as literals named in a comment.
   module CompileCache
     KINDS = %i[iseq yaml json].freeze
     FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored
     TRUST = [nil, :none, :stable, :all].freeze
-    MISS_COMPILE = %i[capture exit].freeze
 
+    autoload :Capture, File.expand_path("compile_cache/capture", __dir__)
+    autoload :Checker, File.expand_path("compile_cache/checker", __dir__)
     autoload :Counters, File.expand_path("compile_cache/counters", __dir__)
-    autoload :Digest, File.expand_path("compile_cache/digest", __dir__)
+    autoload :Entries, File.expand_path("compile_cache/entries", __dir__)
     autoload :Entry, File.expand_path("compile_cache/entry", __dir__)
     autoload :Fidelity, File.expand_path("compile_cache/fidelity", __dir__)
-    autoload :ISeq, File.expand_path("compile_cache/iseq", __dir__)
+    autoload :Freshness, File.expand_path("compile_cache/freshness", __dir__)
     autoload :ISeqBinary, File.expand_path("compile_cache/iseq_binary", __dir__)
-    autoload :JSON, File.expand_path("compile_cache/json", __dir__)
+    autoload :ISeqBuild, File.expand_path("compile_cache/iseq_build", __dir__)
+    autoload :ISeqHandler, File.expand_path("compile_cache/iseq_handler", __dir__)
+    autoload :JSONHandler, File.expand_path("compile_cache/json_handler", __dir__)
     autoload :Key, File.expand_path("compile_cache/key", __dir__)
     autoload :LazyHook, File.expand_path("compile_cache/lazy_hook", __dir__)
     autoload :Serializer, File.expand_path("compile_cache/serializer", __dir__)
-    autoload :Freshness, File.expand_path("compile_cache/freshness", __dir__)
+    autoload :ValueCalls, File.expand_path("compile_cache/value_calls", __dir__)
     autoload :ValueHandler, File.expand_path("compile_cache/value_handler", __dir__)
-    autoload :Values, File.expand_path("compile_cache/values", __dir__)
-    autoload :Writer, File.expand_path("compile_cache/writer", __dir__)
-    autoload :YAML, File.expand_path("compile_cache/yaml", __dir__)
+    autoload :XXH64, File.expand_path("compile_cache/xxh64", __dir__)
+    autoload :YAMLHandler, File.expand_path("compile_cache/yaml_handler", __dir__)
+    autoload :YAMLTags, File.expand_path("compile_cache/yaml_tags", __dir__)
 
-    # What a handler needs from the installation: one per install!.
-    # +racy_ns+: Freshness's racy window (tests that write files and boot at once set 0).
-    Context = Struct.new(:store, :readonly, :trust, :key, :racy_ns, :counters, :miss_compile) do # :nodoc:
-      # The stat record of an entry's key, for Freshness (made once: a hit allocates nothing for it).
-      def stat_lookup
-        keys = Key # (named once: the lookup runs per judgement; see Freshness)
-        @stat_lookup ||= lambda do |key|
-          # One ivar for the pair: a thread that reads it sees a key with its own stat key.
-          looked_up = @looked_up = [key, keys.stat_key(key)]
-          store.get(looked_up[1])
-        end
-      end
-
-      # The stat record key of +key+, to store a new record under: the one the last lookup built
-      # when it was for this very String (a revalidation always looks up first; a CI boot
-      # revalidates every file, so the key is built once per file, not twice).
-      def stat_key(key)
-        looked_up = @looked_up
-        looked_up && looked_up[0].equal?(key) ? looked_up[1] : Key.stat_key(key)
-      end
-
-      # The Writer, made on the first miss (a warm boot never loads it).
-      def writer
-        @writer ||= Writer.new(store, miss_compile, counters, key)
-      end
-
-      # Runs the writer, if a miss made one (see CompileCache.finish!).
-      def finish
-        @writer&.run
-      end
-
-      # Whether +path+ is served without its per-file stat (trust: :stable for gem and Ruby
-      # dirs, :all for everything).
-      def trusted?(path)
-        trust == :all || (trust == :stable && key.stable?(path))
-      end
-    end
-
-    @context = nil
+    @entries = nil
+    @iseq_handler = nil
+    @yaml_handler = nil
+    @json_handler = nil
+    @finish_jobs = []
     @counters = nil
     @warned = false
+    @precompile_shapes = {} # kind => shapes, for the installed store (see #precompile)
+    @checker = nil # the Checker #check reuses, and what it was made for
+    @checker_for = nil
 
     class << self
-      attr_reader :context # :nodoc:
+      # The installed handlers (nil when off): the hooks, installed once per process, call them.
+      attr_reader :iseq_handler, :yaml_handler, :json_handler # :nodoc:
+
+      # What install! set up (the store, keys, counters), or nil when not installed.
+      attr_reader :entries # :nodoc:
 
       # Turns the enabled handlers on. Options are validated (ConfigError names the bad one).
       # - +roots+: absolute dirs used to make keys relative (the application root first).
       # - +trust+: nil or :none checks every file; :stable skips the per-file stat for files
       #   under every root but the first; :all skips it everywhere (both: immutable images only).
-      # - +miss_compile+: :capture (default) stores the ISeqs Ruby compiled on this boot's misses
-      #   (see Capture); :exit compiles the misses again at exit (for callers that never run the
-      #   files they load, like precompile's workers).
-      #: (store: untyped, ?iseq: bool, ?yaml: bool, ?json: bool, ?readonly: bool, ?trust: Symbol?, ?roots: Array[String], ?miss_compile: Symbol) -> void
+      # - +racy_ns+: Freshness's racy window (tests that write files and boot at once pass 0).
+      #: (store: untyped, ?iseq: bool, ?yaml: bool, ?json: bool, ?readonly: bool, ?trust: Symbol?,
+      #:  ?roots: Array[String], ?racy_ns: Integer) -> void
       def install!(store:, iseq: true, yaml: true, json: true, readonly: false, trust: nil, roots: [],
-                   miss_compile: default_miss_compile)
-        check_options(store, trust, roots, miss_compile, iseq: iseq, yaml: yaml, json: json)
+                   racy_ns: Freshness::RACY_NS)
+        check_options(store, trust, roots, racy_ns, iseq: iseq, yaml: yaml, json: json)
         uninstall!
-        readonly = true if readonly || !store.writable?
         @counters = Counters.new
-        ValueCalls.reset! if const_defined?(:ValueCalls, false)
-        @context = Context.new(store, readonly, trust, Key.new(roots), Freshness::RACY_NS,
-                               @counters, miss_compile)
+        @precompile_shapes = {}
+        ValueCalls.reset!
+        @entries = Entries.new(store, key: Key.new(roots), counters: @counters,
+                                      readonly: readonly || !store.writable?, trust: trust, racy_ns: racy_ns)
         # YAML and JSON first, so their files are not compiled through the ISeq hook.
-        YAML.install!(@context) if yaml
-        JSON.install!(@context) if json
+        if yaml
+          @yaml_handler = YAMLHandler.new(@entries)
+          YAMLHandler.hook!
+        end
+        if json
+          @json_handler = JSONHandler.new(@entries)
+          JSONHandler.hook!
+        end
         if iseq && supported?(:iseq)
-          ISeq.install!(@context)
+          @iseq_handler = ISeqHandler.new(@entries)
+          ISeqHandler.hook!
         elsif LazyHook.waiting?
           LazyHook.trace!
         end
         true
       end
 
-      # Writes what this process queued for the cache (the :exit mode's compiles, loadout's own
-      # self cache) and stops capturing. Boot.finish calls it first at exit, before it records,
-      # flushes and closes the store; a caller of install! without Loadout.setup calls it itself
-      # before closing its store. Safe to call more than once.
+      # The end of a boot's use of the cache: stops capturing, then runs the jobs given to
+      # #__at_finish (loadout's own self cache). Boot.finish calls it first at exit, while the
+      # store is open; a caller of install! without Loadout.setup calls it itself before closing
+      # its store. Safe to call more than once.
       def finish! #: () -> void
-        @context&.finish
+        @iseq_handler&.finish
+        jobs = @finish_jobs
+        @finish_jobs = []
+        jobs.each(&:call)
       rescue StandardError => e
-        internal_error(:iseq, nil, e)
+        __internal_error(:iseq, nil, e)
+      end
+
+      # Runs +block+ once, at #finish! (after this boot's captures stop).
+      def __at_finish(&block) # :nodoc:
+        @finish_jobs << block
       end
 
       # Turns every handler off (their hooks stay in place but pass straight through).
       def uninstall! #: () -> void
-        ISeq.uninstall! if autoload?(:ISeq).nil?
-        YAML.uninstall! if autoload?(:YAML).nil?
-        JSON.uninstall! if autoload?(:JSON).nil?
-        @context = nil
+        @iseq_handler&.finish
+        @iseq_handler = @yaml_handler = @json_handler = @entries = nil
+        @finish_jobs = []
       end
 
       def installed? #: () -> bool
-        !@context.nil?
+        !@entries.nil?
       end
 
       # Whether +kind+ (:iseq, :yaml, :json) can be cached on this Ruby.
@@ -150,37 +149,46 @@ module Loadout
         (@counters || Counters.new).to_h
       end
 
-      # `loadout precompile` for one file, into the installed store: an ISeq miss (compiled by
-      # the writer), or a YAML/JSON file loaded with every call shape a boot of the app may use
-      # (ValueCalls), so the next boot finds the very entries it looks up. Raises the file's own
-      # error when it cannot be loaded at all.
+      # `loadout precompile` for one file, into the installed store: a Ruby file compiled and
+      # stored (ISeqHandler#precompile), or a YAML/JSON file loaded through the hooks with every
+      # call shape a boot of the app may use (ValueCalls), so the next boot finds the very
+      # entries it looks up. Raises the file's own error when it cannot be loaded at all.
       def precompile(path) #: (String) -> void
-        ctx = @context or raise Error, "the compile cache is not installed"
+        entries = @entries or raise Error, "the compile cache is not installed"
         kind = if path.end_with?(".yml", ".yaml") then :yaml
                elsif path.end_with?(".json") then :json
                end
         unless kind
-          RubyVM::InstructionSequence.load_iseq(path) if defined?(RubyVM::InstructionSequence.load_iseq)
+          @iseq_handler&.precompile(path)
           return
         end
 
         require kind == :yaml ? "yaml" : "json"
-        require_relative "compile_cache/value_calls"
-        @shapes = nil unless @shapes_for.equal?(ctx)
-        @shapes_for = ctx
-        shapes = (@shapes ||= {})[kind] ||= ValueCalls.shapes(ctx.store, kind)
-        ValueCalls.precompile(path, shapes)
+        ValueCalls.precompile(path, @precompile_shapes[kind] ||= ValueCalls.shapes(entries.store, kind))
+      end
+
+      # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
+      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see Checker).
+      # One Checker per store and roots is reused, so a whole check lists the store once.
+      #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?)
+      #:   -> [Symbol, String?]
+      def check(store:, path:, kind:, roots:, variant: nil, key: nil)
+        raise ConfigError.new(:kind, kind, KINDS.map(&:inspect).join(", ")) unless KINDS.include?(kind)
+
+        @checker = nil unless @checker && @checker_for == [store, roots]
+        @checker_for = [store, roots]
+        (@checker ||= Checker.new(store, roots)).check(path, kind, variant: variant, key: key)
       end
 
       # At a boot's exit (Boot records it when the boot wrote to the cache): the YAML and JSON
       # call shapes this process used, for precompile and check (ValueCalls).
       def __record_boot(store) # :nodoc:
-        ValueCalls.record(store) if const_defined?(:ValueCalls, false)
+        ValueCalls.record(store) if autoload?(:ValueCalls).nil?
       end
 
       # Reports an unexpected error inside a handler: counted, warned about once per process;
       # the caller then lets Ruby do the work itself.
-      def internal_error(kind, path, error) # :nodoc:
+      def __internal_error(kind, path, error) # :nodoc:
         @counters&.event(kind, :skipped, path, :error)
         return if @warned
 
@@ -191,21 +199,15 @@ module Loadout
 
       private
 
-      def default_miss_compile
-        :capture
-      end
-
-      def check_options(store, trust, roots, miss_compile, **kinds)
+      def check_options(store, trust, roots, racy_ns, **kinds)
         %i[get put key? writable? flush].each do |m|
           raise ConfigError.new(:store, store, "a Loadout::Store") unless store.respond_to?(m)
         end
         raise ConfigError.new(:trust, trust, "nil, :none, :stable or :all") unless TRUST.include?(trust)
-        unless MISS_COMPILE.include?(miss_compile)
-          raise ConfigError.new(:miss_compile, miss_compile, MISS_COMPILE.map(&:inspect).join(" or "))
-        end
         unless roots.is_a?(Array) && roots.all? { |r| r.is_a?(String) && r.start_with?("/") }
           raise ConfigError.new(:roots, roots, "an Array of absolute directory Strings")
         end
+        raise ConfigError.new(:racy_ns, racy_ns, "an Integer >= 0") unless racy_ns.is_a?(Integer) && racy_ns >= 0
 
         kinds.each do |name, value|
           raise ConfigError.new(name, value, "true or false") unless [true, false].include?(value)

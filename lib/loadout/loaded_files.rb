@@ -37,8 +37,8 @@ module Loadout
       # CompileCache module when it is installed; +iseq+ whether its ISeq kind is on.
       #: (untyped, untyped, bool) -> void
       def record(store, cache, iseq)
-        ctx = cache&.context or return
-        files = Marshal.dump(files_of(ctx, store, iseq))
+        entries = cache&.entries or return
+        files = Marshal.dump(files_of(entries, store, iseq))
         old = store.get(KEY)
         return if old && (Marshal.load(old)[1] rescue nil) == files # rubocop:disable Style/RescueModifier
 
@@ -65,23 +65,23 @@ module Loadout
       end
 
       # The ISeq variant the compile cache uses under the compile options in force (what
-      # ISeq#options_changed computes), named by +key+ (a CompileCache::Key).
+      # ISeqHandler#options_changed computes), named by +key+ (a CompileCache::Key).
       def iseq_variant(key) #: (untyped) -> String
         key.variant(:iseq, RubyVM::InstructionSequence.compile_option.sort_by { |k, _| k.to_s }.inspect)
       end
 
       private
 
-      def files_of(ctx, store, iseq)
-        data = ctx.counters.loaded.group_by { |key, _| key.getbyte(3) == 121 ? "yaml" : "json" } # "cc/y/..."
+      def files_of(entries, store, iseq)
+        data = entries.counters.loaded.group_by { |key, _| key.getbyte(3) == 121 ? "yaml" : "json" } # "cc/y/..."
         data = data.transform_values { |pairs| pairs.select { |key, _| store.key?(key) } }
         coverage = defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
         if iseq && !coverage
           features = $LOADED_FEATURES[(@features_at_start || 0)..] || []
           # loadout's own files (stats.rb under LOADOUT_STATS) do not make another list.
-          data["iseq"] = [iseq_variant(ctx.key), features.reject { |f| f.start_with?(LIB_PREFIX) }.join("\n")]
+          data["iseq"] = [iseq_variant(entries.key), features.reject { |f| f.start_with?(LIB_PREFIX) }.join("\n")]
         end
-        data["roots"] = ctx.key.roots.to_a # the keys' roots: the CLI's own Gem.path may differ
+        data["roots"] = entries.key.roots.to_a # the keys' roots: the CLI's own Gem.path may differ
         data
       end
 

@@ -9,7 +9,7 @@ module Loadout
   # CompileCache::Freshness: exact path, one stat, racy rule, payload digest; no stat record,
   # no revalidation) until setup is over, then steps aside.
   #
-  # The file is written at exit (Writer#at_run, then .write) when it is missing or one of
+  # The file is written at exit (CompileCache.__at_finish, then .write) when it is missing or one of
   # loadout's files was not served from it (a new loadout, an edited file). This file itself is
   # the one Ruby always compiles, so it stays small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
@@ -44,16 +44,19 @@ module Loadout
       # The one-call check of a cache hit, for one of loadout's own files.
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
         table = @table or return nil
-        unless (blob = table[path])
+        unless (entry = table[path])
           @stale = true if path.start_with?(LIB_PREFIX)
           return nil
         end
+        blob = entry.dup # the judge cuts its argument down to the payload; the table keeps the entry
         # (The entry's own version is accepted: the file's name carries loadout's version.)
-        result = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, false, nil, nil)
-        iseq = result.is_a?(String) ? RubyVM::InstructionSequence.load_from_binary(result) : nil
+        # Freshness's verdicts, as literals: 5 FRESH (blob is now the binary), 3 NEGATIVE and
+        # 4 WARNS (Ruby compiles this one: not a reason to rewrite the file).
+        verdict = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, false, nil)
+        iseq = verdict == 5 ? RubyVM::InstructionSequence.load_from_binary(blob) : nil
         if iseq
           @served += 1
-        elsif !(result.is_a?(Array) && %i[negative warns].include?(result[0])) # not one Ruby must compile
+        elsif verdict != 3 && verdict != 4
           @stale = true
         end
         iseq
@@ -63,17 +66,17 @@ module Loadout
       end
 
       # Writes the self cache file +name+ in +dir+ (the cache dir, held open: Trust::DirHandle) for
-      # loadout's +files+ compiled with +options+: entries as ISeq.build makes them, negative ones
-      # included, so a file Ruby must compile is known as such, not as missing. Atomically: a
-      # reader sees the old file or the new one; a failed write leaves no temp file; created
-      # exclusively, with the cache's modes. Unreadable files are left out.
+      # loadout's +files+ compiled with +options+: ISeqBuild's entries, negative ones included, so a
+      # file Ruby must compile is known as such, not as missing. Atomically: a reader sees the old
+      # file or the new one; a failed write leaves no temp file; created exclusively, with the
+      # cache's modes. Unreadable files are left out.
       #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped]) -> void
       def write(dir, name, files, options)
         # compile_file reads in the default external encoding: one that is not ASCII-compatible
         # (an app may set it) cannot read source; a later boot writes the self cache.
         return unless Encoding.default_external.ascii_compatible?
 
-        entries = files.filter_map { |file| (entry = CompileCache::ISeq.build(file, options)) && [file, entry] }
+        entries = files.filter_map { |file| (entry = CompileCache::ISeqBuild.entry(file, options)) && [file, entry] }
         dir.write_atomically(name, dump(entries))
       rescue SystemCallError, IOError
         nil # the next boot compiles loadout's files itself and asks again
@@ -172,22 +175,21 @@ module Loadout
         # Only a compile cache that did load and install (never an autoload that failed to load).
         return unless Loadout.autoload?(:CompileCache).nil? && defined?(CompileCache) && CompileCache.installed?
 
-        ctx = CompileCache.context
+        entries = CompileCache.entries
         # A store opened read-only (readonly: true, or a cache dir it cannot write) writes nothing.
-        return if ctx.readonly
+        return if entries.nil? || entries.readonly?
 
         # Written where the store is: the cache dir the boot checked, held open by the store.
-        dir = ctx.store.respond_to?(:__dir) ? ctx.store.__dir : nil
+        store = entries.store
+        dir = store.respond_to?(:__dir) ? store.__dir : nil
         return unless dir
-
-        writer = ctx.writer or return
 
         files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?(LIB_PREFIX) && f.end_with?(".rb") }
         return if files.empty?
 
         name = @name
         options = RubyVM::InstructionSequence.compile_option
-        writer.at_run { write(dir, name, files, options) }
+        CompileCache.__at_finish { write(dir, name, files, options) }
       rescue StandardError, ScriptError
         nil
       end

@@ -79,7 +79,7 @@ class CompileCacheCheckerTest < Minitest::Test
       json = File.join(dir, "c/x.json")
       sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       Loadout::Store.open(path) do |store|
-        Loadout::CompileCache.install!(store: store, iseq: false, roots: [dir], miss_compile: :exit)
+        Loadout::CompileCache.install!(store: store, iseq: false, roots: [dir])
         YAML.safe_load_file(yml, symbolize_names: true) # a shape no default covers
         JSON.load_file(json, { symbolize_names: true })
         store.flush

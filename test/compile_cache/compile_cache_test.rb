@@ -23,7 +23,7 @@ class CompileCacheTest < Minitest::Test
   end
 
   test "bad options raise ConfigError naming the option" do
-    { trust: :sometimes, roots: ["relative/dir"], miss_compile: :never, yaml: "yes" }.each do |name, value|
+    { trust: :sometimes, roots: ["relative/dir"], racy_ns: -1, yaml: "yes" }.each do |name, value|
       error = assert_raises(Loadout::ConfigError) { CC.install!(store: store, name => value) }
       assert_equal name, error.name
     end
@@ -46,6 +46,6 @@ class CompileCacheTest < Minitest::Test
   test "a store that is not writable makes the cache read-only" do
     readonly = Loadout::TestSupport::CompileCacheStore.open(nil, readonly: true)
     CC.install!(store: readonly, iseq: false, roots: [])
-    assert CC.context.readonly
+    assert CC.entries.readonly?
   end
 end

@@ -7,15 +7,21 @@ require "rbconfig"
 require "loadout/compile_cache"
 require "support/compile_cache_store"
 
-# Freshness.judge is the compile cache's one freshness rule: every handler, `loadout check` and
-# the self cache ask it. Its native version (Native.cc_judge) and its Ruby twin must agree on
-# every entry, intact or damaged, for every state of the file on disk.
+# Freshness.judge is the compile cache's one freshness rule: every handler (through
+# Entries#judge), `loadout check` and the self cache ask it. Its native version
+# (Native.cc_judge) and its Ruby twin must agree on every entry, intact or damaged, for every
+# state of the file on disk, in the verdict and in what they do to the entry and record Strings.
 class CompileCacheFreshnessTest < Minitest::Test
   CC = Loadout::CompileCache
   Entry = CC::Entry
   Freshness = CC::Freshness
   SOURCE = "A = 1\n"
+  PAYLOAD = "payload bytes " * 20
   KEY = "cc/i/v/~/a.rb"
+
+  # What one judgement answered: the verdict's name, MOVED, the entry and record Strings as the
+  # judge left them, and the verdict itself.
+  Judged = Struct.new(:verdict, :moved, :blob, :record, :code)
 
   # An entry for dir/a.rb compiled from its current bytes and verified well after its ctime, as
   # a boot outside the racy window records it.
@@ -25,81 +31,78 @@ class CompileCacheFreshnessTest < Minitest::Test
       File.write(path, SOURCE)
       past = Time.now - 60
       File.utime(past, past, path)
-      id = CC::Digest.identity(path)
-      digest ||= CC::Digest.file(path)
-      blob = Entry.dump(flags, id, id[2] + 10_000_000_000, digest, "payload bytes " * 20,
-                        path: path, realpath: File.realpath(path)).freeze
+      id = Freshness.identity(path)
+      digest ||= CC::XXH64.file(path)
+      verified = id[2] + 10_000_000_000
+      blob = Entry.dump(flags, id, verified, digest, PAYLOAD, path: path, realpath: File.realpath(path)).freeze
       yield path, blob, dir
     end
   end
 
   # The file touched (same bytes, new mtime and ctime, as after a git checkout), and the stat
   # record a revalidation would have appended for it, verified 10 s after the new ctime.
-  def touch(path, digest: CC::Digest.file(path))
+  def touch(path, digest: CC::XXH64.file(path))
     later = Time.now - 30
     File.utime(later, later, path)
-    id = CC::Digest.identity(path)
+    id = Freshness.identity(path)
     [id, Entry.dump_stat(id, id[2] + 10_000_000_000, digest).freeze]
   end
 
-  # Both implementations on the same arguments: [native, twin] (twin twice without the native
-  # backend). +record+: what the lookup returns (it is called at most once per judgement).
-  def both(blob, path, racy: 0, verbose: false, revalidate: true, record: nil, lookup: true)
-    calls = []
-    make = -> { lookup ? ->(key) { calls << key && record } : nil }
-    native = Freshness.instance_variable_get(:@native)
-    Freshness.instance_variable_set(:@native, nil)
-    twin = Freshness.judge(blob, path, racy, verbose, revalidate, make.call, KEY)
+  def with_backend(native)
+    saved = Freshness.instance_variable_get(:@native)
     Freshness.instance_variable_set(:@native, native)
-    native_result = native ? Freshness.judge(blob, path, racy, verbose, revalidate, make.call, KEY) : twin
-    assert_operator calls.size, :<=, 2, "the lookup is called at most once per judgement"
-    [native_result, twin]
+    yield
+  ensure
+    Freshness.instance_variable_set(:@native, saved)
   end
 
-  # The twin's answer, after checking the native one equals it (a record differs only in its
-  # verification time, which is left out).
-  def judged(blob, path, **kw)
-    native, twin = both(blob, path, **kw)
-    assert_equal comparable(twin), comparable(native), "native and Ruby twin disagree"
+  # One backend's judgement on copies of +blob+ and +record+ (nil: not looked up).
+  def judge_with(native, blob, path, racy, verbose, revalidate, record)
+    own = blob.dup
+    rec = record&.dup
+    verdict = with_backend(native) { Freshness.judge(own, path, racy, verbose, revalidate, rec) }
+    return nil if verdict.nil?
+
+    Judged.new(Freshness.verdict_name(verdict), (verdict & Freshness::MOVED) != 0, own, rec, verdict)
+  end
+
+  # The twin's judgement, after checking the native one equals it (a new record differs only in
+  # its verification time, which is left out).
+  def judged(blob, path, racy: 0, verbose: false, revalidate: true, record: nil)
+    twin = judge_with(nil, blob, path, racy, verbose, revalidate, record)
+    native = twin
+    native = judge_with(Loadout::Native, blob, path, racy, verbose, revalidate, record) if Loadout::BACKEND == :native
+    assert_equal [comparable(twin)], [comparable(native)], "native and Ruby twin disagree"
     twin
   end
 
-  def comparable(result)
-    return result unless result.is_a?(Array) && result[2]
+  def comparable(judged)
+    return judged unless judged&.record && judged.record.bytesize == 64
 
-    record = result[2]
-    [result[0], result[1], record.byteslice(0, 32) + record.byteslice(40, 24), result[3]]
+    judged.to_a[0, 3] + [judged.record.byteslice(0, 32) + judged.record.byteslice(40, 24), judged.code]
   end
 
-  test "fresh by its own stat at this path: the payload alone; the lookup is not called" do
+  test "fresh by its own stat at this path: the entry becomes its payload, and no record is wanted" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
-      calls = 0
-      lookup = ->(_) { (calls += 1) && nil }
-      assert_equal payload, Freshness.judge(blob, path, 0, false, true, lookup, KEY)
-      assert_equal payload, judged(blob, path)
-      assert_equal payload, judged(blob, path, racy: 2_000_000_000)
-      assert_equal 0, calls
+      [0, 2_000_000_000].each do |racy|
+        result = judged(blob, path, racy: racy)
+        assert_equal [:fresh, false, PAYLOAD, nil], result.to_a[0, 4]
+      end
     end
   end
 
-  test "an unfrozen entry becomes its payload in place; a frozen one gives a slice; other answers touch neither" do
+  test "the entry is cut to its payload in place; answers without a payload leave it whole; frozen is refused" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
-      native = Freshness.instance_variable_get(:@native)
-      [nil, native].uniq.each do |backend|
-        Freshness.instance_variable_set(:@native, backend)
-        own = blob.dup
-        assert_same own, Freshness.judge(own, path, 0, false, true, nil, KEY), "backend #{backend ? :native : :ruby}"
-        assert_equal payload, own
-        sliced = Freshness.judge(blob, path, 0, false, true, nil, KEY)
-        assert_equal payload, sliced
-        refute_same blob, sliced
-        other = blob.dup
-        assert_kind_of Array, Freshness.judge(other, "#{path}x", 0, false, true, nil, KEY)
-        assert_equal blob, other
-      ensure
-        Freshness.instance_variable_set(:@native, native)
+      [nil, Loadout::BACKEND == :native ? Loadout::Native : nil].uniq.each do |backend|
+        with_backend(backend) do
+          own = String.new(blob)
+          assert_equal Freshness::FRESH, Freshness.judge(own, path, 0, false, true, nil), "backend #{backend.inspect}"
+          assert_equal PAYLOAD, own
+          other = String.new(blob)
+          assert_equal Freshness::MISSING, Freshness.judge(other, "#{path}x", 0, false, true, nil)
+          assert_equal blob, other
+          assert_nil Freshness.judge(blob, path, 0, false, true, nil), "a frozen entry cannot be cut"
+        end
       end
     end
   end
@@ -107,82 +110,96 @@ class CompileCacheFreshnessTest < Minitest::Test
   # The warm-boot hit: the store's String becomes the payload, no other object and no copy
   # (a frozen copy per hit once cost 8,000 objects and a 77 MB memcpy on a 6,000-file boot).
   test "native: a fresh answer allocates nothing, by its stat or by its stat record" do
-    native = Freshness.instance_variable_get(:@native)
-    skip "native backend only (the twin allocates an Entry by design)" unless native
+    skip "native backend only (the twin allocates an Entry by design)" unless Loadout::BACKEND == :native
     with_entry do |path, blob|
-      allocated = lambda do |lookup|
+      allocated = lambda do |record|
         own = String.new(capacity: blob.bytesize) << blob # bytes of its own, as a store read gives
         before = GC.stat(:total_allocated_objects)
-        result = Freshness.judge(own, path, 0, false, true, lookup, KEY)
-        [GC.stat(:total_allocated_objects) - before, result.equal?(own)]
+        verdict = Freshness.judge(own, path, 0, false, true, record)
+        [GC.stat(:total_allocated_objects) - before, verdict, own == PAYLOAD]
       end
       allocated.call(nil)
-      assert_equal [0, true], allocated.call(nil), "fresh by stat"
+      assert_equal [0, Freshness::FRESH, true], allocated.call(nil), "fresh by stat"
       _, record = touch(path)
-      lookup = ->(_) { record }
-      allocated.call(lookup)
-      assert_equal [0, true], allocated.call(lookup), "fresh by the stat record"
+      allocated.call(record)
+      assert_equal [0, Freshness::FRESH_BY_RECORD, true], allocated.call(record), "fresh by the stat record"
     end
   end
 
   test "a trusted file (racy -1) is fresh without a stat: even once it is gone" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
       File.delete(path)
-      assert_equal payload, judged(blob, path, racy: -1)
-      assert_equal [:missing, nil, nil, false], judged(blob, path)
+      assert_equal [:fresh, false, PAYLOAD], judged(blob, path, racy: -1).to_a[0, 3]
+      assert_equal [:missing, false, blob], judged(blob, path).to_a[0, 3]
     end
   end
 
-  test "compiled at another path: fresh, moved (the caller relocates)" do
+  test "compiled at another path: fresh, moved (the caller relocates from the whole entry)" do
     with_entry do |path, blob|
       other = File.join(File.dirname(path), "b.rb")
       File.symlink(path, other) # the very file the entry's stat describes, under another name
-      assert_equal [:fresh, Entry.load(blob).payload, nil, true], judged(blob, other)
+      assert_equal [:fresh, true, blob], judged(blob, other).to_a[0, 3]
+    end
+  end
+
+  test "a file whose stat does not vouch is UNVOUCHED until its stat record is looked up" do
+    with_entry do |path, blob|
+      touch(path)
+      assert_equal [:unvouched, false, blob, nil], judged(blob, path).to_a[0, 4]
+      File.write(path, "A = 10\n") # another size: no record can vouch, so none is asked for
+      assert_equal [:stale, false, blob, nil], judged(blob, path).to_a[0, 4]
     end
   end
 
   test "a stat record for the entry's source digest vouches for a touched file" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
       id, record = touch(path)
-      assert_equal payload, judged(blob, path, record: record)
-      assert_equal payload, judged(blob, path, record: record, racy: 2_000_000_000)
-      # Refused records: the file is revalidated by its bytes instead.
+      assert_equal [:fresh_by_record, false, PAYLOAD, record], judged(blob, path, record: record).to_a[0, 4]
+      assert_equal :fresh_by_record, judged(blob, path, record: record, racy: 2_000_000_000).verdict
+      # Refused records: the file is revalidated by its bytes instead, and the record replaced.
       refused = {
+        none: ["", 0],
         racy: [record, 20_000_000_000],
         other_source: [touch(path, digest: 42)[1], 0],
         other_inode: [Entry.dump_stat([id[0], id[1], id[2], id[3] + 1, id[4]], id[2] + 10_000_000_000,
-                                      CC::Digest.file(path)), 0],
-        short: [record.byteslice(0, 63), 0],
-        not_a_string: [42, 0]
+                                      CC::XXH64.file(path)), 0],
+        short: [record.byteslice(0, 63), 0]
       }
       refused.each do |why, (bad, racy)|
-        verdict, served, new_record, moved = judged(blob, path, record: bad, racy: racy)
-        assert_equal [:revalidated, payload, false], [verdict, served, moved], why.to_s
-        refute_nil Entry.load_stat(new_record), why.to_s
+        result = judged(blob, path, record: bad, racy: racy)
+        assert_equal [:revalidated, false, PAYLOAD], result.to_a[0, 3], why.to_s
+        refute_nil Entry.load_stat(result.record), why.to_s
       end
-      assert_equal [:stale, nil, nil, false], judged(blob, path, record: refused[:other_source][0], revalidate: false)
+      result = judged(blob, path, record: refused[:other_source][0], revalidate: false)
+      assert_equal [:stale, false, blob, refused[:other_source][0]], result.to_a[0, 4]
     end
   end
 
   test "same bytes, moved metadata: revalidated, with the stat record the next judgement accepts" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
       touch(path)
       before = Freshness.now_ns
-      native, twin = both(blob, path)
+      result = judged(blob, path, record: "")
       after = Freshness.now_ns
-      assert_equal comparable(twin), comparable(native)
-      id = CC::Digest.identity(path)
-      [native, twin].each do |verdict, served, record, moved|
-        assert_equal [:revalidated, payload, false], [verdict, served, moved]
-        assert_equal Encoding::BINARY, record.encoding
-        stat = Entry.load_stat(record)
-        assert_equal id + [CC::Digest.file(path)], [stat.size, stat.mtime, stat.ctime, stat.ino, stat.dev, stat.digest]
-        assert_operator stat.verified, :>=, before
-        assert_operator stat.verified, :<=, after
-        assert_equal payload, judged(blob, path, record: record.freeze)
+      id = Freshness.identity(path)
+      assert_equal [:revalidated, false, PAYLOAD], result.to_a[0, 3]
+      assert_equal Freshness::REVALIDATED | Freshness::RECORDED, result.code
+      assert_equal Encoding::BINARY, result.record.encoding
+      stat = Entry.load_stat(result.record)
+      assert_equal id + [CC::XXH64.file(path)], [stat.size, stat.mtime, stat.ctime, stat.ino, stat.dev, stat.digest]
+      assert_operator stat.verified, :>=, before
+      assert_operator stat.verified, :<=, after
+      assert_equal :fresh_by_record, judged(blob, path, record: result.record.freeze).verdict
+
+      # The new record is written into the String given, never through a buffer it shares.
+      [nil, Loadout::BACKEND == :native ? Loadout::Native : nil].uniq.each do |backend|
+        touch(path)
+        source = ("x" * 64).freeze
+        shared = source.dup
+        verdict = with_backend(backend) { Freshness.judge(blob.dup, path, 0, false, true, shared) }
+        assert_equal [Freshness::REVALIDATED | Freshness::RECORDED, "x" * 64], [verdict, source],
+                     "backend #{backend.inspect}"
+        refute_nil Entry.load_stat(shared)
       end
     end
   end
@@ -192,108 +209,113 @@ class CompileCacheFreshnessTest < Minitest::Test
       copy = "#{path}.new"
       File.write(copy, SOURCE)
       File.rename(copy, path)
-      verdict, _, record, moved = judged(blob, path)
-      assert_equal [:revalidated, true], [verdict, moved]
-      assert_equal File.stat(path).ino, Entry.load_stat(record).ino
+      result = judged(blob, path, record: "")
+      assert_equal [:revalidated, true, blob], result.to_a[0, 3]
+      assert_equal File.stat(path).ino, Entry.load_stat(result.record).ino
     end
   end
 
   test "other bytes are stale (same size: by digest; another size: without reading); gone is missing" do
     with_entry do |path, blob|
       File.write(path, SOURCE.sub("1", "2"))
-      assert_equal [:stale, nil, nil, false], judged(blob, path)
+      assert_equal [:stale, false, blob, ""], judged(blob, path, record: "").to_a[0, 4]
       File.write(path, "A = 10\n")
-      assert_equal [:stale, nil, nil, false], judged(blob, path)
+      assert_equal [:stale, false, blob, ""], judged(blob, path, record: "").to_a[0, 4]
       File.delete(path)
-      assert_equal [:missing, nil, nil, false], judged(blob, path)
+      assert_equal [:missing, false, blob, ""], judged(blob, path, record: "").to_a[0, 4]
     end
     with_entry(digest: 42) do |path, blob| # compiled from other bytes
       touch(path)
-      assert_equal [:stale, nil, nil, false], judged(blob, path)
+      assert_equal [:stale, false, blob, ""], judged(blob, path, record: "").to_a[0, 4]
     end
   end
 
   test "within the racy window of its ctime, an entry is not trusted by its stat alone" do
     with_entry do |path, blob|
-      verdict, = judged(blob, path, racy: 20_000_000_000)
-      assert_equal :revalidated, verdict
-      assert_equal [:stale, nil, nil, false], judged(blob, path, racy: 20_000_000_000, revalidate: false)
+      assert_equal :revalidated, judged(blob, path, racy: 20_000_000_000, record: "").verdict
+      assert_equal :stale, judged(blob, path, racy: 20_000_000_000, record: "", revalidate: false).verdict
     end
   end
 
   test "negative entries say so with their reason; -w-flagged ones only under -w" do
     with_entry(flags: Entry::NEGATIVE) do |path, blob|
-      assert_equal [:negative, "payload bytes " * 20, nil, false], judged(blob, path)
+      assert_equal [:negative, false, PAYLOAD], judged(blob, path).to_a[0, 3]
       touch(path)
-      verdict, reason, record, = judged(blob, path)
-      assert_equal [:negative, "payload bytes " * 20], [verdict, reason]
-      refute_nil record, "the revalidation's record is still worth appending"
+      result = judged(blob, path, record: "")
+      assert_equal [:negative, false, PAYLOAD], result.to_a[0, 3]
+      assert_equal Freshness::NEGATIVE | Freshness::RECORDED, result.code
+      refute_nil Entry.load_stat(result.record), "the revalidation's record is still worth appending"
     end
     with_entry(flags: Entry::VERBOSE_WARNINGS) do |path, blob|
-      assert_kind_of String, judged(blob, path)
-      assert_equal :warns, judged(blob, path, verbose: true)[0]
+      assert_equal [:fresh, false, PAYLOAD], judged(blob, path).to_a[0, 3]
+      assert_equal [:warns, false, blob], judged(blob, path, verbose: true).to_a[0, 3]
     end
   end
 
-  test "a path with a NUL byte or a non-Integer racy_ns is not judged" do
+  test "a path with a NUL byte, a non-Integer racy_ns or a record that is not a String is not judged" do
     with_entry do |path, blob|
-      assert_nil Freshness.judge(blob, "#{path}\0", 0, false, true, nil, KEY)
-      assert_nil Freshness.judge(blob, path, nil, false, true, nil, KEY)
+      assert_nil judged(blob, "#{path}\0")
+      assert_nil judged(blob, path, racy: nil)
+      assert_nil judged(blob, path, record: 42)
     end
   end
 
   test "every single damaged byte of the entry is refused or still yields the intact payload, identically" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
       blob.bytesize.times do |i|
         bad = blob.dup
         bad.setbyte(i, bad.getbyte(i) ^ 0x10)
-        result = judged(bad.freeze, path)
-        served = result.is_a?(String) ? result : result[1]
+        result = judged(bad.freeze, path, record: "")
         # Only bytes no check reads (padding, the verified time, the source digest while the
         # stat vouches, the realpath) may change and still serve, and then only the payload.
-        assert_equal payload, served, "byte #{i}" if served && !(result.is_a?(Array) && result[0] == :negative)
+        if %i[fresh fresh_by_record revalidated].include?(result.verdict) && !result.moved
+          assert_equal PAYLOAD, result.blob, "byte #{i}"
+        end
       end
-      assert_equal :corrupt, judged(blob.byteslice(0, blob.bytesize - 1).freeze, path)[0]
+      assert_equal :corrupt, judged(blob.byteslice(0, blob.bytesize - 1).freeze, path).verdict
     end
   end
 
   test "every single damaged byte of a stat record is refused or still vouches, identically" do
     with_entry do |path, blob|
-      payload = Entry.load(blob).payload
       _, record = touch(path)
       record.bytesize.times do |i|
         bad = record.dup
         bad.setbyte(i, bad.getbyte(i) ^ 0x10)
         result = judged(blob, path, record: bad.freeze)
-        # Fresh by the record (the payload alone), or refused and revalidated by the bytes.
-        served = result.is_a?(String) ? result : result[1]
-        assert_equal :revalidated, result[0], "byte #{i}" unless result.is_a?(String)
-        assert_equal payload, served, "byte #{i}"
+        # Fresh by the record, or refused and revalidated by the bytes.
+        assert_includes %i[fresh_by_record revalidated], result.verdict, "byte #{i}"
+        assert_equal PAYLOAD, result.blob, "byte #{i}"
       end
     end
   end
 
-  test "serve appends a revalidation's record to the store, unless read-only" do
+  test "Entries#judge: the stat record comes from the store, and a revalidation's is appended unless read-only" do
     with_entry do |path, blob|
       touch(path)
       [false, true].each do |readonly|
         store = Loadout::TestSupport::CompileCacheStore.open(nil)
+        store.put(KEY, blob)
         # racy 0: the record is verified just now, right after the touch moved the ctime
-        ctx = CC::Context.new(store, readonly, nil, CC::Key.new([]), 0, nil, :capture)
-        verdict, = Freshness.serve(ctx, blob, path, KEY, false)
-        assert_equal :revalidated, verdict
-        assert_equal(readonly ? 0 : 1, store.puts)
+        entries = CC::Entries.new(store, key: CC::Key.new([]), counters: CC::Counters.new, readonly: readonly,
+                                         trust: nil, racy_ns: 0)
+        puts_before = store.puts
+        own = store.get(KEY)
+        assert_equal Freshness::REVALIDATED, entries.judge(own, path, KEY, false) & 15
+        assert_equal PAYLOAD, own
+        assert_equal(readonly ? 0 : 1, store.puts - puts_before)
         next if readonly
 
-        # The next judgement: fresh by that record, so the payload alone.
-        assert_equal Entry.load(blob).payload, Freshness.serve(ctx, blob, path, KEY, false)
+        # The next judgement: fresh by that record.
+        own = store.get(KEY)
+        assert_equal Freshness::FRESH_BY_RECORD, entries.judge(own, path, KEY, false)
+        assert_equal PAYLOAD, own
       end
     end
   end
 
-  test "one judgement stats the file once, whatever it has to look at" do
-    skip "native backend only" unless Freshness.instance_variable_get(:@native)
+  test "one judgement through Entries stats the file once when its stat vouches, twice when its record decides" do
+    skip "native backend only" unless Loadout::BACKEND == :native
     strace = ENV.fetch("PATH", "").split(":").map { |d| "#{d}/strace" }.find { |f| File.executable?(f) }
     skip "strace is not installed" unless strace
     with_entry do |path, blob|
@@ -304,19 +326,21 @@ class CompileCacheFreshnessTest < Minitest::Test
       script = <<~RUBY
         require "loadout/compile_cache"
         f = Loadout::CompileCache::Freshness
-        blob = File.binread(#{File.join(dir, "blob").dump}).freeze
-        record = File.binread(#{File.join(dir, "record").dump}).freeze
-        by_record = f.judge(blob, #{path.dump}, 0, false, true, ->(_) { record }, "k")
-        revalidated = f.judge(blob, #{path.dump}, 0, false, true, ->(_) { nil }, "k")
-        print [by_record.class, revalidated[0]].inspect
+        blob = File.binread(#{File.join(dir, "blob").dump})
+        record = File.binread(#{File.join(dir, "record").dump})
+        unvouched = f.judge(blob.dup, #{path.dump}, 0, false, true, nil)
+        by_record = f.judge(blob.dup, #{path.dump}, 0, false, true, record)
+        revalidated = f.judge(blob.dup, #{path.dump}, 0, false, true, +"")
+        print [unvouched, by_record, revalidated].inspect
       RUBY
       log = File.join(dir, "strace.log")
       out, status = Open3.capture2e(strace, "-f", "-qq", "-e", "trace=stat,newfstatat,statx", "-o", log,
                                     RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__), "-e", script)
       skip "strace cannot trace here (ptrace not permitted)" unless File.exist?(log)
       assert status.success?, out
-      assert_equal "[String, :revalidated]", out
-      assert_equal 2, File.readlines(log).count { |l| l.include?("\"#{path}\"") }, File.read(log)
+      expected = [Freshness::UNVOUCHED, Freshness::FRESH_BY_RECORD, Freshness::REVALIDATED | Freshness::RECORDED]
+      assert_equal expected.inspect, out
+      assert_equal 3, File.readlines(log).count { |l| l.include?("\"#{path}\"") }, File.read(log)
     end
   end
 end

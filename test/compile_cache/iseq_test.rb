@@ -74,7 +74,7 @@ class CompileCacheISeqTest < Minitest::Test
     "lib/dup_key.rb" => "H = { a: 1, a: 2 }\np H\n",
     "lib/syntax_error.rb" => "def broken(\n  1 +\n"
   }.freeze
-  UNCACHED = 3 # main_literal, dup_key (a parse warning) and syntax_error are Ruby's to compile
+  UNCACHED = 2 # dup_key (a parse warning) and syntax_error are Ruby's to compile (negative entries)
   CACHED = PROGRAM.size - UNCACHED
 
   REQUIRES = <<~'RUBY'
@@ -127,13 +127,24 @@ class CompileCacheISeqTest < Minitest::Test
       assert_equal CACHED, warm.count(:iseq, :hits)
       assert_equal 0, warm.count(:iseq, :misses)
       assert_equal 0, warm.count(:iseq, :compiles)
-      assert_equal({ label_literal: 1, syntax_error: 1, compile_warnings: 1 }, warm.stats[:iseq][:reasons])
+      assert_equal({ syntax_error: 1, compile_warnings: 1 }, warm.stats[:iseq][:reasons])
     end
   end
 
-  test "a file whose parse warns only under -w is served without -w and compiled by Ruby with it" do
+  # `loadout precompile` compiles files itself (ISeqBuild), at both warning levels.
+  PRECOMPILE = <<~'RUBY'
+    Dir[File.join(APP, "lib/*.rb")].sort.each { |f| Loadout::CompileCache.precompile(f) }
+  RUBY
+
+  test "precompile: a file whose parse warns only under -w is served without -w and compiled by Ruby with it" do
     with_app do |app, store|
-      boot(app, store)
+      boot(app, store, PRECOMPILE)
+      quiet = boot(app, store)
+      assert_same_output plain_boot(body_for(app)), quiet
+      # main_literal spells "<main>", which compile_file's label would be renamed from: Ruby's.
+      assert_equal [CACHED - 1, 0], [quiet.count(:iseq, :hits), quiet.count(:iseq, :misses)]
+      assert_equal({ label_literal: 1, syntax_error: 1, compile_warnings: 1 }, quiet.stats[:iseq][:reasons])
+
       verbose = boot(app, store, ruby_opts: ["-w"])
       plain = plain_boot(body_for(app), ruby_opts: ["-w"])
       assert_equal plain.stdout, verbose.stdout
@@ -141,7 +152,7 @@ class CompileCacheISeqTest < Minitest::Test
       assert_equal plain.stderr.lines.grep(/#{Regexp.escape(app)}/), verbose.stderr.lines.grep(/#{Regexp.escape(app)}/)
       assert_includes verbose.stderr, "statement not reached" # lib/toplevel_return.rb
       assert_equal 2, verbose.stats[:iseq][:reasons][:compile_warnings]
-      assert_equal CACHED - 1, verbose.count(:iseq, :hits)
+      assert_equal CACHED - 2, verbose.count(:iseq, :hits)
     end
   end
 
@@ -184,11 +195,11 @@ class CompileCacheISeqTest < Minitest::Test
       later = Time.now + 3600
       Dir.glob("#{app}/**/*.rb").each { |f| File.utime(later, later, f) }
 
-      # Each file with an entry is judged in one call (Freshness.judge), revalidation included:
+      # Each file with an entry is judged in one call (Entries#judge), revalidation included:
       # the cached ones and those whose negative entry leaves them to Ruby.
       counted = <<~'RUBY'
         judgements = 0
-        Loadout::CompileCache::Freshness.singleton_class.prepend(Module.new do
+        Loadout::CompileCache::Entries.prepend(Module.new do
           define_method(:judge) { |*a| (judgements += 1) && super(*a) }
         end)
         at_exit { $stderr.puts "judgements: #{judgements}" }
@@ -335,20 +346,19 @@ class CompileCacheISeqTest < Minitest::Test
       plain = plain_boot(body_for(app))
       counting = "$compiles = 0\nRubyVM::InstructionSequence.singleton_class.prepend(Module.new { " \
                  "def compile_file(*a, **k) = ($compiles += 1; super) })\n"
-      cold = boot(app, store, counting + REQUIRES + "at_exit { $stderr.puts \"compile_file=\#{$compiles}\" }",
-                  miss_compile: :capture)
-      warm = boot(app, store, miss_compile: :capture)
+      cold = boot(app, store, counting + REQUIRES + "at_exit { $stderr.puts \"compile_file=\#{$compiles}\" }")
+      warm = boot(app, store)
       assert_equal plain.stdout, cold.stdout
       assert_equal plain.stdout, warm.stdout
       assert_equal plain.stderr, warm.stderr
       assert_includes cold.stderr, "compile_file=0", "nothing compiled a second time"
       assert_equal PROGRAM.size, cold.count(:iseq, :misses)
       # Everything Ruby compiled without a warning: main_literal too (its labels are Ruby's own);
-      # dup_key (a parse warning) and syntax_error stay Ruby's.
-      stored = PROGRAM.size - 2
-      assert_equal stored, cold.count(:iseq, :compiles)
-      assert_equal stored, cc_keys(store, "i").size
-      assert_equal stored, warm.count(:iseq, :hits)
+      # dup_key (a parse warning) and syntax_error get negative entries: Ruby's to compile.
+      assert_equal PROGRAM.size, cold.count(:iseq, :compiles)
+      assert_equal PROGRAM.size, cc_keys(store, "i").size
+      assert_equal CACHED, warm.count(:iseq, :hits)
+      assert_equal({ syntax_error: 1, compile_warnings: 1 }, warm.stats[:iseq][:reasons])
     end
   end
 
@@ -366,7 +376,7 @@ class CompileCacheISeqTest < Minitest::Test
         load File.join(APP, "lib/a.rb")
         load File.join(APP, "lib/b.rb")
       RUBY
-      boot(app, store, code, miss_compile: :capture)
+      boot(app, store, code)
       keys = cc_keys(store, "i")
       assert_equal 1, keys.size, keys.inspect
       assert keys.first.end_with?("lib/b.rb"), keys.inspect
@@ -375,14 +385,14 @@ class CompileCacheISeqTest < Minitest::Test
 
   test "capture: files compiled without -w are not served under -w; a warning keeps a file Ruby's" do
     with_app do |app, store|
-      boot(app, store, miss_compile: :capture)
-      verbose = boot(app, store, ruby_opts: ["-w"], miss_compile: :capture)
+      boot(app, store)
+      verbose = boot(app, store, ruby_opts: ["-w"])
       plain = plain_boot(body_for(app), ruby_opts: ["-w"])
       assert_equal plain.stdout, verbose.stdout
       assert_equal plain.stderr.lines.grep(/#{Regexp.escape(app)}/), verbose.stderr.lines.grep(/#{Regexp.escape(app)}/)
       assert_equal 0, verbose.count(:iseq, :hits), "captured without -w: unknown under -w"
       # Captured again under -w: served under -w from then on, except what warns there.
-      again = boot(app, store, ruby_opts: ["-w"], miss_compile: :capture)
+      again = boot(app, store, ruby_opts: ["-w"])
       assert_operator again.count(:iseq, :hits), :>, 0
       assert_equal plain.stderr.lines.grep(/#{Regexp.escape(app)}/), again.stderr.lines.grep(/#{Regexp.escape(app)}/)
     end
@@ -400,7 +410,7 @@ class CompileCacheISeqTest < Minitest::Test
           "load File.join(APP, 'lib/a.rb')"
       end
       boots = [%w[1 2], %w[2 1]].map do |me, other|
-        Thread.new { boot(app, store, code.call(me, other), miss_compile: :capture) }
+        Thread.new { boot(app, store, code.call(me, other)) }
       end.map(&:value)
       assert_equal 1, boots.sum { |b| b.count(:iseq, :compiles) }, "one of them stored it, the other saw it stored"
       assert_equal 1, cc_keys(store, "i").size
@@ -420,13 +430,13 @@ class CompileCacheISeqTest < Minitest::Test
       late_code = "File.write(#{opened.dump}, '')\n" \
                   "sleep 0.01 until File.exist?(#{done.dump})\n" \
                   "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')"
-      late = Thread.new { boot(app, store, late_code, miss_compile: :capture) }
+      late = Thread.new { boot(app, store, late_code) }
       begin
         deadline = Time.now + 120
         sleep 0.01 until File.exist?(opened) || !late.alive? || Time.now > deadline
         assert File.exist?(opened), "the late boot never opened its store"
         # Its store was empty when it opened it; now the early boot stores both files.
-        early = boot(app, store, "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')", miss_compile: :capture)
+        early = boot(app, store, "load File.join(APP, 'lib/a.rb')\nload File.join(APP, 'lib/b.rb')")
       ensure
         File.write(done, "") # the late boot goes on whatever happened here
       end
@@ -439,15 +449,15 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
-  test "a boot on an empty store looks nothing up, and serves what it compiled once the queue ran" do
+  test "a boot on an empty store looks nothing up, and serves what it captured once it finished" do
     files = { "lib/a.rb" => "puts [:a, __FILE__].inspect\n", "lib/b.rb" => "puts [:b, __LINE__].inspect\n" }
     with_app(files) do |app, store|
       code = <<~'RUBY'
         lookups = 0
-        Loadout::CompileCache.context.store.define_singleton_method(:get) { |k| (lookups += 1) && super(k) }
+        Loadout::CompileCache.entries.store.define_singleton_method(:get) { |k| (lookups += 1) && super(k) }
         %w[a b].each { |f| load File.join(APP, "lib/#{f}.rb") }
         puts "lookups=#{lookups}"
-        Loadout::CompileCache.context.writer.run
+        Loadout::CompileCache.finish!
         %w[a b].each { |f| load File.join(APP, "lib/#{f}.rb") }
         puts "lookups=#{lookups}"
       RUBY
@@ -483,7 +493,7 @@ class CompileCacheISeqTest < Minitest::Test
         def broken.key?(_) = false
         def broken.writable? = true
         def broken.flush = nil
-        Loadout::CompileCache.install!(store: broken, roots: [APP], miss_compile: :exit)
+        Loadout::CompileCache.install!(store: broken, roots: [APP])
       RUBY
       failing = boot(app, store, code + REQUIRES)
       plain = plain_boot(body_for(app))

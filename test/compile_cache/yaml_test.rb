@@ -147,7 +147,7 @@ class CompileCacheYamlTest < Minitest::Test
       YAML.load_file(empty, fallback: :none)
       judgements = 0
       counter = Module.new { define_method(:judge) { |*args| (judgements += 1) && super(*args) } }
-      Loadout::CompileCache::Freshness.singleton_class.prepend(counter)
+      Loadout::CompileCache::Entries.prepend(counter)
       begin
         2.times { assert_equal({ "k" => "v" }, YAML.load_file(path)) }
         assert_equal :none, YAML.load_file(empty, fallback: :none)

@@ -4,22 +4,18 @@ require "test_helper"
 require "tmpdir"
 require "fileutils"
 
-# A boot has one exit sequence (Boot.finish): the compile cache's writer runs first, while the
+# A boot has one exit sequence (Boot.finish): the compile cache's finish runs first, while the
 # store is open, then the records, the flush and the close. Proven in children, by what the next
 # boot finds in the store.
 class ExitSequenceTest < Minitest::Test
   include Loadout::TestSupport::Subprocess
 
-  # The first boot of a fresh cache dir asks, during setup, for loadout's own self cache: the
-  # writer existed before setup registered its exit. Its :exit-mode compiles (misses queued
-  # after setup) must still reach the store.
   PROGRAM = <<~'RUBY'
     require "loadout"
     app_rb = File.join(APP, "lib/app.rb")
     events = []
     Loadout.instrumentation = ->(event, path, **info) { events << event if path == app_rb && info[:cache] == :iseq }
     Loadout.setup(cache_dir: File.join(APP, "cache"), root: APP)
-    Loadout::CompileCache.context.miss_compile = :exit if ENV["T_EXIT_MODE"] == "1"
     require app_rb
     puts APP_VALUE
     $stderr.puts "app.rb: #{events.join(",")}"
@@ -40,18 +36,6 @@ class ExitSequenceTest < Minitest::Test
       old = Time.now - 60
       File.utime(old, old, File.join(app, "lib/app.rb"))
       yield app
-    end
-  end
-
-  test "the :exit mode's compiles of a first boot reach the store (the writer runs before the store closes)" do
-    skip "ISeq caching is CRuby only" unless Loadout::CompileCache.supported?(:iseq)
-    with_app do |app|
-      out, events = boot(app, "T_EXIT_MODE" => "1")
-      assert_equal %(["app.rb", 42]\n), out
-      assert_equal "miss", events
-      out, events = boot(app)
-      assert_equal %(["app.rb", 42]\n), out
-      assert_match(/\A(hit|revalidated)\z/, events, "the first boot's queued compile was lost")
     end
   end
 

@@ -150,12 +150,12 @@ class SelfCacheTest < Minitest::Test
         fake = File.join(Loadout::SelfCache::LIB, "loadout/version.rb")
         $LOADED_FEATURES << fake
         sc.send(:stop, config)
-        writer = Loadout::CompileCache.context.writer
         # Taken back: this test process must not write a self cache at its exit.
-        writer.instance_variable_get(:@jobs).first.tap { writer.instance_variable_set(:@jobs, []) }
+        Loadout::CompileCache.instance_variable_get(:@finish_jobs).first
+          .tap { Loadout::CompileCache.instance_variable_set(:@finish_jobs, []) }
       ensure
-        # The last copy of +fake+, not the last entry: the writer's autoload appends its own file
-        # after it, and popping that would make the next require load writer.rb a second time.
+        # The last copy of +fake+, not the last entry: an autoload may append its own file after
+        # it, and popping that would make the next require load that file a second time.
         at = fake && $LOADED_FEATURES.rindex(fake)
         $LOADED_FEATURES.delete_at(at) if at
         Loadout::CompileCache.uninstall!

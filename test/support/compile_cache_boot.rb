@@ -21,7 +21,7 @@ module Loadout
       # +body+ is Ruby run after install! (require the files under test there).
       # +racy_ns+: Freshness's racy window; tests write files and boot at once, so the
       # default trusts a fresh ctime (the racy rule itself has its own test).
-      def cc_boot(store:, roots:, body:, install: "", readonly: false, miss_compile: :exit, ruby_opts: [], env: {}, racy_ns: 0, chdir: nil)
+      def cc_boot(store:, roots:, body:, install: "", readonly: false, ruby_opts: [], env: {}, racy_ns: 0, chdir: nil)
         Dir.mktmpdir("loadout-cc-boot") do |tmp|
           out = File.join(tmp, "stats")
           script = <<~RUBY
@@ -32,9 +32,9 @@ module Loadout
             Loadout.instrumentation = ->(event, path, **info) { $cc_events << [event, path, info] }
             store = Loadout::Store.open(#{store.dump}, readonly: #{readonly}, fail_safe: true, defer_writes: true)
             at_exit { File.binwrite(#{out.dump}, Marshal.dump([Loadout::CompileCache.stats, $cc_events])) }
-            Loadout::CompileCache.install!(store: store, roots: #{roots.inspect}, readonly: #{readonly}, miss_compile: #{miss_compile.inspect}#{install})
+            Loadout::CompileCache.install!(store: store, roots: #{roots.inspect}, readonly: #{readonly},
+                                           racy_ns: #{Integer(racy_ns)}#{install})
             at_exit { Loadout::CompileCache.finish! } # (Loadout.setup's exit does this)
-            Loadout::CompileCache.context.racy_ns = #{Integer(racy_ns)}
             #{body}
           RUBY
           result = run_ruby(script, env: env, ruby_opts: ruby_opts, chdir: chdir)

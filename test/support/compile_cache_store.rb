@@ -20,8 +20,9 @@ module Loadout
         @puts = 0
       end
 
+      # A new String the caller owns, as Loadout::Store#get returns.
       def get(key)
-        @pending.key?(key) ? @pending[key] : @data[key]
+        (@pending.key?(key) ? @pending[key] : @data[key])&.dup
       end
 
       def key?(key)

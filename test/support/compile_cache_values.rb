@@ -12,8 +12,7 @@ module Loadout
         with_files(files) do |dir|
           store = CompileCacheStore.open(nil)
           Loadout::CompileCache.install!(store: store, iseq: false, yaml: kinds.include?(:yaml),
-                                         json: kinds.include?(:json), roots: [dir], miss_compile: :exit)
-          Loadout::CompileCache.context.racy_ns = 0
+                                         json: kinds.include?(:json), roots: [dir], racy_ns: 0)
           yield dir, store
         ensure
           Loadout::CompileCache.uninstall!

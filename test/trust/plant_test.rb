@@ -26,9 +26,9 @@ class TrustPlantTest < Minitest::Test
     variant = key.variant(:iseq, options.sort_by { |k, _| k.to_s }.inspect)
     binary = cc::ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(evil, options).to_binary,
                                     { evil => target }, labels: true)
-    identity = cc::Digest.identity(target)
+    identity = cc::Freshness.identity(target)
     verified = identity[2] + 10_000_000_000 # well past the racy window of the file's ctime
-    entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
+    entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::XXH64.digest(File.binread(target)), binary,
                            path: target, realpath: target)
     Loadout::Store.open(File.join(cache, "store")) { |s| s.put(key.for("i", variant, target), entry) }
     puts "planted"

@@ -38,7 +38,6 @@ module Loadout
         loaded = dirs.empty? && !opts[:gemfile] ? LoadedFiles.load(@store) : nil
         targets = loaded ? from_record(loaded) : from_walk(dirs, opts)
         cache = Boot.component(:CompileCache)
-        require_relative "../compile_cache/checker" if cache && !cache.respond_to?(:check)
         enabled = @ctx.config.compile_cache & opts[:kinds]
         opts[:kinds].map do |kind|
           list = targets.select { |t| t[:kind] == kind }
@@ -104,15 +103,16 @@ module Loadout
         all_hit
       end
 
-      # [:unloadable, why] for a YAML/JSON file that does not parse (checked for syntax only:
-      # nothing is built from it), else nil.
+      # [:unloadable, why] for a YAML/JSON file that does not parse, else nil. YAML is checked
+      # for syntax only (nothing is built from it); JSON is read the way the library's own
+      # load_file reads it (json 3 reads UTF-8 whatever the locale; 2.x the default external).
       def unloadable(kind, path)
         if kind == :yaml
           require "yaml"
           Psych.parse_file(path)
         else
           require "json"
-          JSON.parse(File.read(path))
+          JSON.load_file(path)
         end
         nil
       rescue StandardError => e

@@ -42,8 +42,8 @@ module Loadout
         ctx.with_store(write: true) do |store|
           flags = FileSelection::KINDS.keys.to_h { |k| [k, kinds.include?(k)] }
           begin
-            cache.install!(store: store, **flags, **precompile_options(cache), readonly: false,
-                           trust: ctx.config.compile_cache_trust, roots: @roots || ctx.config.roots)
+            cache.install!(store: store, **flags, readonly: false, trust: ctx.config.compile_cache_trust,
+                           roots: @roots || ctx.config.roots)
           rescue StandardError, LoadError => e
             cache.uninstall! rescue nil # a half-done install must not keep hooks on a closed store
             files.each { |path| yield "skip\t#{path}\tcompile cache failed to install: #{e.class}: #{e.message}" }
@@ -51,62 +51,15 @@ module Loadout
           end
           begin
             files.each do |path|
-              compile_one(cache, path)
+              cache.precompile(path)
               yield "ok\t#{path}"
             rescue StandardError, ScriptError => e # the file's own error: see the class comment
               yield "bad\t#{path}\t#{e.class}: #{e.message.lines.first&.chomp&.delete_prefix("(#{path}): ")}"
             end
-            drain_misses(cache)
             store.flush
           ensure
             cache.uninstall!
           end
-        end
-      end
-
-      private
-
-      # Compile now, in this process: a background or at-exit compile would outlive the worker's
-      # point (CompileCache's miss_compile option, when it has one).
-      def precompile_options(cache)
-        params = cache.method(:install!).parameters.map(&:last)
-        params.include?(:miss_compile) ? { miss_compile: :exit } : {}
-      end
-
-      # The compile cache defers writing misses to exit (so a first boot costs what plain Ruby
-      # costs); precompile wants them written now, while the store is open.
-      def drain_misses(cache)
-        writer = cache.respond_to?(:context) && cache.context.respond_to?(:writer) && cache.context.writer
-        writer.run if writer.respond_to?(:run)
-      end
-
-      def compile_one(cache, path)
-        if cache.respond_to?(:precompile)
-          cache.precompile(path)
-          return
-        end
-
-        case FileSelection.kind_of(path)
-        when :iseq
-          # RubyVM is CRuby's (run has left :iseq out elsewhere); a worker asked anyway does nothing.
-          RubyVM::InstructionSequence.load_iseq(path) if defined?(RubyVM::InstructionSequence.load_iseq)
-        when :yaml
-          require "yaml"
-          # The YAML cache keys by method: fill both an app may call. load_file (safe in Psych 4)
-          # may refuse a file unsafe_load_file reads; only a file neither can read is a failure.
-          unless YAML.respond_to?(:unsafe_load_file)
-            YAML.load_file(path)
-            return
-          end
-          begin
-            YAML.load_file(path)
-          rescue Psych::DisallowedClass, Psych::BadAlias
-            nil
-          end
-          YAML.unsafe_load_file(path)
-        when :json
-          require "json"
-          JSON.load_file(path)
         end
       end
     end

@@ -2,72 +2,72 @@
 
 require_relative "entry"
 require_relative "iseq_binary"
-require_relative "../trust"
 
 module Loadout
   module CompileCache
-    # Stores the instruction sequences Ruby compiles on a miss, instead of compiling them again.
+    # Stores the instruction sequences Ruby compiles on this boot's misses, instead of compiling
+    # them again: the ISeq handler's miss path.
     #
-    # On a miss the ISeq hook returns nil and Ruby compiles the file itself, exactly as without
+    # On a miss the handler returns nil and Ruby compiles the file itself, exactly as without
     # loadout. A TracePoint(:script_compiled), enabled from the first miss, receives that very
     # ISeq (Ruby's own labels and paths, nothing to rewrite) right after the compile and before
-    # it runs; its binary (#to_binary, about a third of what compiling costs) goes to the store
-    # with the next flush. A cold boot therefore costs plain Ruby plus to_binary, and no process
-    # compiles anything a second time.
+    # it runs; its binary (#to_binary, about a third of what compiling costs) is written to the
+    # store at once with Store#claim. A cold boot therefore costs plain Ruby plus to_binary, and
+    # no process compiles anything a second time.
     #
     # - Exactness: the stored binary must be what the stored digest describes. The file's stat is
     #   taken at the miss, before Ruby reads it; after the compile the file is digested and
     #   stat'ed again, and nothing is stored unless both stats agree (size, mtime, ctime, inode).
-    #   A compile that printed a warning for the file is not stored (a cached ISeq would not
-    #   print it again); one made without -w is marked VERBOSE_WARNINGS (not served under -w,
-    #   where Ruby might warn). Under Coverage nothing is captured (Ruby's compile differs).
+    # - Ruby's to compile: a file that failed to parse, or whose compile printed a warning at the
+    #   default level, gets a negative entry (a cached ISeq would not raise or warn again); one
+    #   that warned only under -w gets nothing. One captured without -w is marked
+    #   VERBOSE_WARNINGS (not served under -w, where Ruby might warn). Under Coverage nothing is
+    #   captured (Ruby's compile differs).
     # - Once: several processes booting on one empty cache (parallel test workers) compile the
-    #   same files. Each capture is written with Store#claim, under the store's append lock with
-    #   every process's writes in view: a process that finds the same source already stored by
-    #   another skips its to_binary. Written at once (not deferred to exit), so the others see it.
+    #   same files. Store#claim decides under the store's append lock with every process's writes
+    #   in view: a process that finds the same source already stored by another skips its
+    #   to_binary. Written at once, not with the boot's deferred writes, so the others see it.
     class Capture # :nodoc:
-      def initialize(store, key, counters)
-        @store = store
-        @key = key
-        @counters = counters
+      def initialize(entries)
+        @entries = entries
+        @key = entries.key
+        @counters = entries.counters
         @pending = {} # path => [variant, identity at the miss]
         @warned = {}
         @tracepoint = nil
-        # Each capture names no constant: Ruby 3.1 drops every constant cache whenever a class or
-        # module is defined (nearly every file a boot loads), and each lookup after that
-        # allocates, once per capture per name.
+        # (hot path, once per file a cold boot compiles: see CompileCache)
+        @freshness = Freshness
         @trust = Trust
-        @digest = Digest
+        @xxh64 = XXH64
         @entry = Entry
         @iseq_binary = ISeqBinary
-        @clock = Process
-        @realtime = Process::CLOCK_REALTIME
         @raw = Entry::RAW
+        @negative = Entry::NEGATIVE
         @verbose_warnings = Entry::VERBOSE_WARNINGS
         @pinned_path = Entry::PINNED_PATH
       end
 
-      # A miss of +path+ under +variant+; +identity+: its stat now (before Ruby reads it), or nil.
-      def want(path, variant, identity)
-        return unless identity
+      # A miss of +path+, to be stored under +variant+: its stat now, before Ruby reads it.
+      def expect(path, variant) #: (String, String) -> void
+        identity = @freshness.identity(path) or return
 
         @pending[path] = [variant, identity]
         start
       end
 
       # Stops capturing (at exit, before the store is flushed).
-      def stop
+      def stop #: () -> void
         @tracepoint&.disable
         @tracepoint = nil
         @pending.clear
       end
 
-      # Called by the WarningWatch while capturing: a warning Ruby printed for +path+.
-      def warned(message)
+      # Called by WarningWatch while capturing: a warning Ruby printed.
+      def warned(message) #: (String) -> void
         return if @pending.empty?
 
         path = message[/\A(.+?):\d+: warning: /, 1]
-        @warned[path] = true if path && @pending.key?(path)
+        @warned[path] = $VERBOSE if path && @pending.key?(path)
       end
 
       private
@@ -87,23 +87,25 @@ module Loadout
         path = iseq.path
         variant, before = @pending.delete(path)
         return unless variant
+        return if coverage_running?
 
-        warned = @warned.delete(path)
-        return if warned || coverage_running?
-
-        capture_entry(path, variant, before, iseq)
+        # A warning shown at the default level is shown by every compile; one shown only under
+        # -w says nothing about the default level.
+        warned = @warned.key?(path) ? (@warned.delete(path) ? :verbose : :default) : nil
+        capture_entry(path, variant, before, iseq, warned)
       rescue StandardError => e
-        CompileCache.internal_error(:iseq, path, e)
+        CompileCache.__internal_error(:iseq, path, e)
       end
 
-      def capture_entry(path, variant, before, iseq)
+      def capture_entry(path, variant, before, iseq, warned)
+        return if warned == :verbose
+
         # A regular file only, opened non-blocking and checked as opened (a FIFO Ruby read from
         # has nothing left to read: reading it again would block the app).
         source = @trust.read_source(path) or return
-        after = @digest.identity(path)
-        return unless after == before # changed while Ruby compiled it: what it read is unknown
+        return unless @freshness.identity(path) == before # changed while Ruby compiled it: what it read is unknown
 
-        digest = @digest.xxh64(source)
+        digest = @xxh64.digest(source)
         paths = [path, iseq.absolute_path.to_s]
         # A path the source spells out cannot be relocated.
         spelled = source.include?(@entry.bytes(paths[0])) || source.include?(@entry.bytes(paths[1]))
@@ -112,12 +114,10 @@ module Loadout
         # count toward its malloc limit and start extra collections.
         source.clear
         entry = nil
-        stored = @store.claim(@key.for("i", variant, path)) do |current|
-          # Another process stored the same source (one captured without -w is replaced by a -w one).
-          next nil if current && @entry.source_digest(current) == digest &&
-                       !($VERBOSE && (@entry.flags_of(current) & @verbose_warnings) != 0)
+        stored = @entries.claim(@key.for("i", variant, path)) do |current|
+          next nil if current && serves?(current, path, digest)
 
-          entry = entry_for(before, spelled, paths, digest, iseq)
+          entry = warned ? negative(before, digest, :compile_warnings) : entry_for(before, spelled, paths, digest, iseq)
         end
         entry&.clear
         @counters.add(:iseq, :compiles, 1) if stored
@@ -127,15 +127,27 @@ module Loadout
 
       def entry_for(identity, spelled, paths, digest, iseq)
         binary = iseq.to_binary
-        return nil if failed_parse?(iseq, binary)
+        return negative(identity, digest, :syntax_error) if failed_parse?(iseq, binary)
 
         flags = @raw
         flags |= @verbose_warnings unless $VERBOSE # compiled without -w: unknown under -w
         flags |= @pinned_path if spelled || @iseq_binary.mentioned_outside_objects?(binary, paths)
-        verified = @clock.clock_gettime(@realtime, :nanosecond)
-        entry = @entry.dump(flags, identity, verified, digest, binary, path: paths[0], realpath: paths[1])
+        entry = @entry.dump(flags, identity, @freshness.now_ns, digest, binary, path: paths[0], realpath: paths[1])
         binary.clear
         entry
+      end
+
+      # Whether +current+ (stored by another process meanwhile: parallel boots on one cache) serves
+      # what this capture would store: intact, the same source, compiled at this path, and not one
+      # captured without -w while this process runs with it.
+      def serves?(current, path, digest)
+        entry = @entry.load(current) or return false
+        entry.digest == digest && entry.compiled_at?(path) && !($VERBOSE && (entry.flags & @verbose_warnings) != 0)
+      end
+
+      # An entry that tells the next boots to leave the file to Ruby until it changes.
+      def negative(identity, digest, reason)
+        @entry.dump(@negative, identity, @freshness.now_ns, digest, reason.to_s)
       end
 
       # A file that does not parse still reaches :script_compiled (Ruby 3.1 compiles an empty body,
@@ -154,25 +166,25 @@ module Loadout
 
         ::Coverage.respond_to?(:state) ? ::Coverage.state != :idle : ::Coverage.running?
       end
-    end
 
-    # Tells the capturing Capture about warnings Ruby prints (parse warnings come through
-    # Warning.warn with "path:line: warning: "), then lets them through unchanged.
-    module WarningWatch # :nodoc:
-      @capture = nil
+      # Tells the capturing Capture about warnings Ruby prints (parse warnings come through
+      # Warning.warn with "path:line: warning: "), then lets them through unchanged.
+      module WarningWatch
+        @capture = nil
 
-      def self.attach(capture)
-        @capture = capture
-        Warning.singleton_class.prepend(self) unless Warning.singleton_class.include?(self)
-      end
+        def self.attach(capture)
+          @capture = capture
+          Warning.singleton_class.prepend(self) unless Warning.singleton_class.include?(self)
+        end
 
-      class << self
-        attr_reader :capture
-      end
+        class << self
+          attr_reader :capture
+        end
 
-      def warn(message, *args, **kw)
-        WarningWatch.capture&.warned(message) if message.is_a?(String)
-        kw.empty? ? super(message, *args) : super
+        def warn(message, *args, **kw)
+          WarningWatch.capture&.warned(message) if message.is_a?(String)
+          kw.empty? ? super(message, *args) : super
+        end
       end
     end
   end

@@ -15,8 +15,7 @@ module Loadout
       attr_reader :loaded
 
       def initialize
-        # Read once: constants named per call are looked up again after every class definition
-        # on Ruby 3.1, i.e. once per file a boot loads.
+        # (hot path: see CompileCache)
         @events = EVENTS
         @instrumentation = Instrumentation
         @counts = {}
@@ -35,9 +34,9 @@ module Loadout
         return unless @instrumentation.enabled?
 
         if reason
-          Instrumentation.emit(event, path, cache: kind, reason: reason)
+          @instrumentation.emit(event, path, cache: kind, reason: reason)
         else
-          Instrumentation.emit(event, path, cache: kind)
+          @instrumentation.emit(event, path, cache: kind)
         end
       end
 

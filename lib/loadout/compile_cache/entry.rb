@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "digest"
+require_relative "xxh64"
 
 module Loadout
   module CompileCache
@@ -42,7 +42,7 @@ module Loadout
       MSGPACK = 1
       MARSHAL = 2
       CODEC = 3        # mask for the three above
-      NEGATIVE = 4     # nothing to serve: Ruby/Psych must do it (e.g. a syntax error); payload = reason
+      NEGATIVE = 4     # nothing to serve: Ruby/the library must do it (a syntax error, a value that cannot be stored); payload = reason
       FALLBACK = 8     # YAML: the document was empty, the caller's fallback: is the result
       PINNED_PATH = 16 # ISeq: the source contains its own path, so it cannot be relocated
       VERBOSE_WARNINGS = 32 # ISeq: compiling warns under -w; not served while $VERBOSE is true
@@ -50,9 +50,8 @@ module Loadout
 
       Stat = Struct.new(:size, :mtime, :ctime, :verified, :ino, :dev, :digest)
 
-      # What #load needs, read once: a hit must not name a constant (Ruby 3.1 drops every
-      # constant cache each time a class is defined, i.e. once per file a boot loads).
-      @digest = Digest
+      # (hot path: see CompileCache)
+      @xxh64 = XXH64
       @version = FORMAT_VERSION
       @native = BACKEND == :native ? Native : nil
       @binary = Encoding::BINARY
@@ -62,7 +61,7 @@ module Loadout
 
       class << self
         def digest_matches?(blob, at, len) # :nodoc:
-          @digest.matches?(blob, at, len, 64) # PAYLOAD_DIGEST_AT
+          @xxh64.matches?(blob, at, len, 64) # PAYLOAD_DIGEST_AT
         end
 
         # +str+ as it may join binary bytes: itself when binary or ASCII-only (no copy: a cold
@@ -79,10 +78,10 @@ module Loadout
           payload = bytes(payload)
           size, mtime, ctime, ino, dev = identity
           # Sized once: a capture's payload is copied into it, once (a cold boot dumps every file).
-          # (80 is HEAD; ivars for the constants: see @digest above.)
+          # (80 is HEAD.)
           out = @string.new(capacity: 80 + path.bytesize + realpath.bytesize + payload.bytesize, encoding: @binary)
           [@magic, @version, flags, size, mtime, ctime, verified, ino, dev, digest,
-           @digest.xxh64(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(@layout, buffer: out)
+           @xxh64.digest(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(@layout, buffer: out)
           out << path << realpath << payload
         end
 
@@ -105,7 +104,7 @@ module Loadout
         # match: Freshness checks it only once the file is known to be fresh).
         #: (String, ?Integer, ?check_payload: bool) -> Entry?
         def load(blob, version = @version, check_payload: true)
-          # Literals stand for HEAD (80), MAGIC, READ and PAYLOAD_DIGEST_AT (64); see above.
+          # Literals stand for HEAD (80), MAGIC and READ (hot path: see CompileCache).
           return nil unless blob.bytesize >= 80 && blob.start_with?("LOce")
 
           fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: 4)
@@ -120,7 +119,7 @@ module Loadout
           entry
         end
 
-        # Literals stand for STAT_MAGIC and STAT_LAYOUT: a CI boot appends one record per file.
+        # Literals stand for STAT_MAGIC and STAT_LAYOUT (a CI boot appends one record per file).
         def dump_stat(identity, verified, digest, version = @version) #: (Array[Integer], Integer, Integer, ?Integer) -> String
           size, mtime, ctime, ino, dev = identity
           ["LOcs", version, size, mtime, ctime, verified, ino, dev, digest].pack("a4Cx3q<q<q<q<Q<Q<Q<")

@@ -1,73 +1,98 @@
 # frozen_string_literal: true
 
-require_relative "digest"
+require_relative "xxh64"
 require_relative "entry"
-require_relative "key"
 
 module Loadout
   module CompileCache
     # Whether a stored entry still describes the file on disk: the one place the rule is written
-    # (C: ext/loadout/freshness.c, Native.cc_judge; the twin below). ISeq, the YAML/JSON values,
-    # `loadout check` and loadout's own self cache all ask it.
+    # (C: ext/loadout/freshness.c, Native.cc_judge; the twin below). Every handler, `loadout
+    # check` and loadout's own self cache ask it, through Entries#judge or directly.
     #
-    # 1. The entry must be intact (magic, version, lengths; else :corrupt).
+    # 1. The entry must be intact (magic, version, lengths; else CORRUPT).
     # 2. Trusted files (racy_ns -1: `trust: :stable`/`:all`) are fresh without a stat.
-    # 3. One stat (else :missing). Fresh when size, mtime (ns), ctime, inode and device equal the
+    # 3. One stat (else MISSING). FRESH when size, mtime (ns), ctime, inode and device equal the
     #    recorded ones and the entry was verified at least racy_ns after that ctime. ctime cannot
     #    be set from user space, so an edit that restores the old mtime (touch -r, tar, rsync -t)
     #    still moves it. The racy rule is git's: a file changed in the same timestamp tick as its
     #    verification could have changed after it was read without its ctime moving.
-    # 4. Else the stat record an earlier revalidation appended (looked up only now), for the same
-    #    source digest, checked the same way (:fresh_by_record).
-    # 5. Else a different size is :stale; otherwise the file's XXH64 decides: equal means only
-    #    the metadata moved (git clone, CI cache restore, touch): :revalidated, with the stat
-    #    record that makes the next boot a one-stat hit again; different means :stale.
-    # 6. A fresh entry whose payload digest does not match is :corrupt; a negative one (Ruby must
-    #    do the work: a syntax error) is :negative; one flagged for -w warnings, under -w, :warns.
+    # 4. A file of another size is STALE. Else the stat record an earlier revalidation appended
+    #    decides: the judge never reads the store itself, it answers UNVOUCHED and the caller
+    #    (Entries#judge) fetches the record and asks again. A record for the same source digest,
+    #    checked the same way, makes it FRESH_BY_RECORD.
+    # 5. Else the file's XXH64 decides: equal means only the metadata moved (git clone, CI cache
+    #    restore, touch): REVALIDATED, with the stat record that makes the next boot a one-stat
+    #    hit again; different means STALE.
+    # 6. A fresh entry whose payload digest does not match is CORRUPT; a negative one (Ruby must
+    #    do the work: a syntax error; a value that cannot be stored) is NEGATIVE; one flagged for
+    #    -w warnings, under -w, WARNS.
     #
-    # An answer is the payload alone in the common cases (fresh at this very path, by its stat or
-    # by its stat record: every boot after a checkout), else [verdict, payload, record, moved]: moved says the payload was compiled for another
-    # place (another path, or another inode than the one that vouched), which an ISeq must be
-    # relocated for.
+    # The verdict is one small Integer, below (the low four bits name it). The three that serve a
+    # payload carry MOVED when it was made for another place (another path, or another inode
+    # than the one that vouched), which an ISeq must be relocated for; any verdict reached by
+    # reading the file's bytes carries RECORDED when the record String passed in now holds the
+    # file's new stat record (to append). When the payload is served at this very place, or the
+    # verdict is NEGATIVE, the entry String the caller passed has become the payload (cut in
+    # place: no object, no copy); otherwise it is left whole.
     module Freshness # :nodoc:
-      RACY_NS = 2_000_000_000 # two seconds: filesystems with one- and two-second timestamps (= Native::CC_RACY_NS)
-      FRESH = %i[fresh fresh_by_record revalidated].freeze
+      CORRUPT = 0
+      MISSING = 1
+      STALE = 2
+      NEGATIVE = 3
+      WARNS = 4
+      FRESH = 5
+      FRESH_BY_RECORD = 6
+      REVALIDATED = 7
+      UNVOUCHED = 8
+      MOVED = 16
+      RECORDED = 32
+      NAMES = %i[corrupt missing stale negative warns fresh fresh_by_record revalidated unvouched].freeze
 
-      @native = BACKEND == :native ? Native : nil
+      RACY_NS = 2_000_000_000 # two seconds: filesystems with one- and two-second timestamps (= Native::CC_RACY_NS)
+      RECORD_SIZE = 64
+
+      @native = BACKEND == :native ? Native : nil # the judge
+      @stat = @native # #identity (kept apart: the tests switch the judge's backend alone)
       @version = FORMAT_VERSION
-      @entry = Entry
-      @digest = Digest
-      # A judgement names no constant (see ISeq: on Ruby 3.1 each would cost a cache object per
-      # call once a class is defined); these stand for them.
-      @string = String
-      @integer = Integer
+      @entry = Entry # (hot path: see CompileCache)
 
       class << self
-        # The judgement of +blob+ (an entry's bytes) for +path+; see above. +lookup+: nil, or a
-        # callable whose call(key) returns the stat record's bytes for +key+. With +revalidate+
-        # false, a file whose stat does not vouch is :stale without being read. +version+: the
-        # entry format accepted.
-        #: (String, String, Integer, bool, bool, untyped, String?, ?Integer) -> (String | Array[untyped])?
-        def judge(blob, path, racy_ns, verbose, revalidate, lookup, key, version = @version)
-          # (The native call checks its arguments itself: nil for any it does not take.)
+        # The verdict on +blob+ (an entry's bytes, a String the caller owns) for +path+. +record+:
+        # nil when the stat record was not looked up, else its bytes ("" when there is none),
+        # replaced by the new record when the content is revalidated. With +revalidate+ false a
+        # file no stat vouches for is STALE without being read. +version+: the entry format
+        # accepted. nil for arguments it does not take.
+        #: (String, String, Integer, bool, bool, String?, ?Integer) -> Integer?
+        def judge(blob, path, racy_ns, verbose, revalidate, record, version = @version)
           native = @native
-          return native.cc_judge(blob, path, version, racy_ns, verbose, revalidate, lookup, key) if native
-          return nil unless path.is_a?(@string) && !path.include?("\0") && racy_ns.is_a?(@integer) # String, Integer
+          return native.cc_judge(blob, path, version, racy_ns, verbose, revalidate, record) if native
 
-          judge_in_ruby(blob, path, version, racy_ns, verbose, revalidate, lookup, key)
+          judge_in_ruby(blob, path, version, racy_ns, verbose, revalidate, record)
         end
 
-        # The handlers' use of #judge: the stat record comes from +ctx+'s store and a record a
-        # revalidation made is appended there (unless read-only). Returns the payload alone in the
-        # common cases (fresh here by stat or stat record), else [verdict, payload, moved].
-        def serve(ctx, blob, path, key, verbose)
-          racy = ctx.trusted?(path) ? -1 : ctx.racy_ns
-          result = judge(blob, path, racy, verbose, true, ctx.stat_lookup, key) or return [:corrupt, nil, false]
-          return result if result.is_a?(@string) # String
+        # The verdict's name (:fresh, :stale, ...), for reports and tests.
+        def verdict_name(verdict) #: (Integer) -> Symbol
+          NAMES.fetch(verdict & 15)
+        end
 
-          verdict, payload, record, moved = result
-          ctx.store.put(ctx.stat_key(key), record.freeze) if record && !ctx.readonly # (frozen: queued as is)
-          [verdict, payload, moved]
+        # Whether +verdict+ serves the entry's payload (fresh, fresh by record, revalidated).
+        def served?(verdict) #: (Integer) -> bool
+          (verdict & 15) >= FRESH && (verdict & 15) <= REVALIDATED
+        end
+
+        if BACKEND == :native
+          # [size, mtime_ns, ctime_ns, ino, dev] of +path+ (symlinks followed), nil when stat fails:
+          # the fields an entry records and the judge compares.
+          def identity(path) #: (String) -> Array[Integer]?
+            @stat.file_identity(path)
+          end
+        else
+          def identity(path)
+            st = File.stat(path)
+            [st.size, time_ns(st.mtime), time_ns(st.ctime), st.ino, st.dev]
+          rescue SystemCallError
+            nil
+          end
         end
 
         def now_ns #: () -> Integer
@@ -76,42 +101,51 @@ module Loadout
 
         private
 
-        def judge_in_ruby(blob, path, version, racy_ns, verbose, revalidate, lookup, key)
-          entry = @entry.load(blob, version, check_payload: false) or return answer(:corrupt)
+        def time_ns(time)
+          (time.tv_sec * 1_000_000_000) + time.tv_nsec
+        end
+
+        def judge_in_ruby(blob, path, version, racy_ns, verbose, revalidate, record)
+          return nil unless blob.is_a?(String) && !blob.frozen? && path.is_a?(String) && !path.include?("\0")
+          return nil unless racy_ns.is_a?(Integer) && (record.nil? || record.is_a?(String))
+
+          entry = @entry.load(blob, version, check_payload: false) or return CORRUPT
           here = entry.compiled_at?(path)
-          return settle(blob, entry, verbose, :fresh, !here, nil) if racy_ns.negative?
+          return settle(blob, entry, verbose, FRESH, !here) if racy_ns.negative?
 
-          id = @digest.identity(path) or return answer(:missing)
-          return settle(blob, entry, verbose, :fresh, !here, nil) if vouches?(id, entry, racy_ns)
+          id = identity(path) or return MISSING
+          return settle(blob, entry, verbose, FRESH, !here) if vouches?(id, entry, racy_ns)
+          return STALE unless id[0] == entry.size
+          return UNVOUCHED unless record
 
-          if lookup
-            stat = @entry.load_stat(lookup.call(key), version)
-            if stat && stat.digest == entry.digest && vouches?(id, stat, racy_ns)
-              return settle(blob, entry, verbose, :fresh_by_record, !here, nil)
-            end
+          stat = @entry.load_stat(record, version)
+          if stat && stat.digest == entry.digest && vouches?(id, stat, racy_ns)
+            return settle(blob, entry, verbose, FRESH_BY_RECORD, !here)
           end
-          return answer(:stale) unless revalidate && id[0] == entry.size
+          return STALE unless revalidate
 
           verified = now_ns # before the bytes are read: an edit racing the read moves ctime past it
-          digest = @digest.file(path) or return answer(:missing)
-          return answer(:stale) unless digest == entry.digest
+          digest = XXH64.file(path) or return MISSING
+          return STALE unless digest == entry.digest
 
-          moved = !here || id[3] != entry.ino || id[4] != entry.dev
-          settle(blob, entry, verbose, :revalidated, moved, @entry.dump_stat(id, verified, digest, version))
+          recorded = record.frozen? ? 0 : RECORDED
+          record.replace(@entry.dump_stat(id, verified, digest, version)) unless record.frozen?
+          verdict = settle(blob, entry, verbose, REVALIDATED, !here || id[3] != entry.ino || id[4] != entry.dev)
+          verdict == CORRUPT ? verdict : verdict | recorded
         end
 
-        def answer(verdict)
-          [verdict, nil, nil, false]
-        end
+        def settle(blob, entry, verbose, verdict, moved)
+          return CORRUPT unless entry.payload_intact?
 
-        def settle(blob, entry, verbose, verdict, moved, record)
-          return answer(:corrupt) unless entry.payload_intact?
+          if entry.negative?
+            blob.replace(entry.payload)
+            return NEGATIVE
+          end
+          return WARNS if verbose && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
+          return verdict | MOVED if moved
 
-          verdict = :negative if entry.negative?
-          verdict = :warns if verdict != :negative && verbose && (entry.flags & Entry::VERBOSE_WARNINGS) != 0
-          return [verdict, entry.payload, record, moved] unless (verdict == :fresh || verdict == :fresh_by_record) && !moved
-
-          blob.frozen? ? entry.payload : blob.replace(entry.payload)
+          blob.replace(entry.payload)
+          verdict
         end
 
         # Whether +rec+ (an Entry or an Entry::Stat) describes the file identity +id+ now, outside

@@ -38,7 +38,8 @@ module Loadout
       T_STRING = 0x05
       LABEL = /\A(?:(?:block(?: \(\d+ levels\))?|rescue|ensure) in )*<main>\z/.freeze
       TOP_LABEL = "<top (required)>"
-      @native = BACKEND == :native ? Native : nil # (named once: see Capture#initialize)
+      @native = BACKEND == :native ? Native : nil # (hot path: see CompileCache)
+      @version = nil # this Ruby's IBF [major, minor], read on first use
 
       class << self
         # True when +binary+ is an IBF this module understands (this Ruby's version and platform).

@@ -1,14 +1,19 @@
 # frozen_string_literal: true
 
+require_relative "entry"
+require_relative "freshness"
+require_relative "iseq_binary"
+
 module Loadout
   module CompileCache
-    module ISeq # :nodoc:
-      # ISeq.build: compiles a file for the store itself (`loadout precompile`, the :exit
-      # miss mode), where the boot path (iseq.rb) stores what Ruby compiled. compile_file names
-      # the top level "<main>", so the binary gets Ruby's own labels (ISeqBinary) and is loaded
-      # once before it is stored.
+    # Compiles a file for the store itself, where a boot stores what Ruby compiled (Capture):
+    # `loadout precompile` (ISeqHandler#precompile) and loadout's own self cache (SelfCache).
+    # compile_file names the top level "<main>", so the binary gets Ruby's own labels
+    # (ISeqBinary) and is loaded once before it is stored.
+    module ISeqBuild # :nodoc:
+      TOP_LABEL = "<top (required)>"
 
-      # Collects warnings while ISeq.build compiles (only on the thread that asked).
+      # Collects warnings while .entry compiles (only on the thread that asked).
       module WarningCapture
         def warn(message, *args, **kw)
           captured = Thread.current[:__loadout_warnings]
@@ -24,15 +29,15 @@ module Loadout
         # must compile the file itself (syntax error, a source we cannot relabel safely).
         # nil when the file cannot be read.
         #: (String, Hash[Symbol, untyped]) -> String?
-        def build(path, options)
-          identity = Digest.identity(path) or return nil
-          verified = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+        def entry(path, options)
+          identity = Freshness.identity(path) or return nil
+          verified = Freshness.now_ns
           # Only a regular file, read from a descriptor opened non-blocking and checked with fstat:
-          # a FIFO in the queue (a program that loads one) never blocks the compiler. compile_file
-          # opens the path again; a file swapped for a FIFO in between is what the worker's hard
-          # time limit is for.
+          # a FIFO in the list (a program that loads one) never blocks the compiler. compile_file
+          # opens the path again; a file swapped for a FIFO in between is what precompile's
+          # worker time limit is for.
           source = Trust.read_source(path) or return nil
-          digest = Digest.xxh64(source)
+          digest = XXH64.digest(source)
           negative = ->(why) { Entry.dump(Entry::NEGATIVE, identity, verified, digest, why.to_s) }
           # A literal "<main>" is the same object as the label it would be renamed with.
           return negative.call(:label_literal) if source.include?("<main>")

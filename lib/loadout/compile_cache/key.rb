@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "digest"
+require_relative "xxh64"
 
 module Loadout
   module CompileCache
@@ -24,7 +24,7 @@ module Loadout
       SEEN_PREFIX = "st/seen/"
       DAY = 86_400
 
-      # The roots as given (a background worker builds its own Key from them).
+      # The roots as given.
       attr_reader :roots
 
       # +roots+: absolute directories, the first being the application root.
@@ -47,7 +47,9 @@ module Loadout
         @last_dir = nil
         @last_info = nil
         @variants = {}
-        @binary = Encoding::BINARY # #for runs per file: no constant lookups there (see Entry)
+        @roots_by_tag = nil # (made on first use by #source_path)
+        @root_here = nil
+        @binary = Encoding::BINARY # (hot path: see CompileCache)
       end
 
       # The variant digest (16 hex digits) for a handler kind and its option string.
@@ -55,7 +57,7 @@ module Loadout
         @variants[[kind, options]] ||= begin
           parts = ["loadout-compile-cache", FORMAT_VERSION, RUBY_ENGINE, RUBY_VERSION, RUBY_REVISION,
                    RUBY_PLATFORM, defined?(RUBY_ENGINE_VERSION) ? RUBY_ENGINE_VERSION : "", kind, options]
-          format("%016x", Digest.xxh64(parts.join("\0"))).freeze
+          format("%016x", XXH64.digest(parts.join("\0"))).freeze
         end
       end
 
@@ -112,11 +114,9 @@ module Loadout
         slash ? dir_info(path, slash)[1] : false
       end
 
-      # The key of the small stat record that belongs to the entry at +key+.
-      # Literals stand for STAT_PREFIX and PREFIX's length: called once per revalidated file,
-      # where each constant would be looked up again (see #for).
-      # Tagged binary here, once: the store copies a key that is not (a get and a put per
-      # revalidated file). By name, not Encoding::BINARY, for the same constant-cache reason.
+      # The key of the small stat record that belongs to the entry at +key+. Literals stand for
+      # STAT_PREFIX, PREFIX's length and Encoding::BINARY (hot path: see CompileCache); tagged
+      # binary here, once, as the store would copy a key that is not.
       def self.stat_key(key) #: (String) -> String
         "cc/s/#{key.byteslice(3, key.bytesize - 3)}".force_encoding("ASCII-8BIT")
       end

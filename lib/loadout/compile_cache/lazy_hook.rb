@@ -8,9 +8,9 @@ module Loadout
     # afterwards, so the hook may go in as soon as the module is opened.
     #
     # How "as soon as" is noticed:
-    # - With the ISeq handler on, ISeq.fetch calls #poll before every Ruby file Ruby loads (one
-    #   Hash#empty? check once nothing is left to wait for); a library that defines its module and
-    #   then requires more of its own files is hooked while it loads.
+    # - With the ISeq handler on, ISeqHandler#fetch calls #poll before every Ruby file Ruby loads
+    #   (one Hash#empty? check once nothing is left to wait for); a library that defines its
+    #   module and then requires more of its own files is hooked while it loads.
     # - Without it, a TracePoint on module bodies waits for the module. Not used with the ISeq
     #   handler on: while any TracePoint is enabled, Ruby rewrites every instruction sequence it
     #   loads for tracing, which made each cached load markedly slower.

@@ -9,6 +9,13 @@ module Loadout
     # nothing else) when the msgpack gem is loadable and the value round-trips exactly, else
     # Marshal when that round-trips exactly, else nothing (the value is not cached). "Exactly"
     # is Fidelity's judgement, made once when the value is stored, on a real round trip.
+    #
+    # No codec may expand shared structure. MessagePack has no references: a part reached twice
+    # is written twice, so a YAML file of k levels of ten aliases becomes 10^k copies (a 1 KB file
+    # that never finished storing). So a value not known to be a tree (JSON's results, plain YAML)
+    # is first walked once, visiting each object once, and one that reaches an Array, a Hash or
+    # an unfrozen String twice goes to Marshal, which writes a shared object once and links to
+    # it. Every walk here (Fidelity's, the freeze below) visits each object once too.
     module Serializer # :nodoc:
       SYMBOL_TYPE = 0
 
@@ -16,20 +23,27 @@ module Loadout
       # with its own reason, not damage.
       class CodecUnavailable < IOError; end
 
+      @msgpack = nil # the MessagePackCodec, built on first use; false when msgpack cannot be loaded
+
       class << self
-        # [codec, bytes] or nil when no codec reproduces +value+ exactly. With trust_msgpack
-        # (the caller knows the value is a plain tree: no aliases, tags or custom objects) a value
-        # MessagePack can pack is taken without the round-trip check.
-        #: (untyped, bool, ?trust_msgpack: bool) -> [Integer, String]?
-        def dump(value, freeze, trust_msgpack: false)
-          if (factory = msgpack)
+        # [codec, bytes], or why +value+ cannot be stored: :unfaithful (no codec reproduces it
+        # exactly) or :too_large (its bytes pass +limit+; nothing more is tried then). +plain+:
+        # the caller knows the value is a plain tree (no aliases, tags or custom objects), so one
+        # MessagePack can pack is taken without the round-trip check. +tree+: no part of it is
+        # reached twice (no sharing walk needed).
+        #: (untyped, bool, ?plain: bool, ?tree: bool, ?limit: Integer?) -> ([Integer, String] | Symbol)
+        def dump(value, freeze, plain: false, tree: false, limit: nil)
+          # (msgpack is loaded only for a value it may take: loading it costs a boot ~30 ms.)
+          if (plain || tree || !shared?(value)) && (factory = msgpack)
             bytes = attempt { factory.dump(value) }
-            return [Entry::MSGPACK, bytes] if bytes && (trust_msgpack || faithful?(value, Entry::MSGPACK, bytes, freeze))
+            return :too_large if bytes && limit && bytes.bytesize > limit
+            return [Entry::MSGPACK, bytes] if bytes && (plain || faithful?(value, Entry::MSGPACK, bytes, freeze))
           end
           bytes = attempt { Marshal.dump(value) }
+          return :too_large if bytes && limit && bytes.bytesize > limit
           return [Entry::MARSHAL, bytes] if bytes && faithful?(value, Entry::MARSHAL, bytes, freeze)
 
-          nil
+          :unfaithful
         end
 
         #: (Integer, String, bool) -> untyped
@@ -47,16 +61,53 @@ module Loadout
 
         private
 
-        # Marshal's freeze: leaves objects with their own marshal_load (Date) unfrozen; Psych
-        # freezes every node.
+        # Marshal's freeze leaves objects with their own marshal_load (Date) unfrozen; Psych
+        # freezes every node. Each object once, however often it is reached.
         def deep_freeze(value)
-          case value
-          when Array then value.each { |v| deep_freeze(v) }
-          when Hash then value.each { |k, v| deep_freeze(k) || deep_freeze(v) }
-          when Range then deep_freeze(value.begin) || deep_freeze(value.end)
+          seen = {}.compare_by_identity
+          stack = [value]
+          until stack.empty?
+            v = stack.pop
+            case v
+            when Array, Hash, Range
+              next if seen.key?(v)
+
+              seen[v] = true
+              if v.is_a?(Array)
+                stack.concat(v)
+              elsif v.is_a?(Hash)
+                v.each { |k, x| stack << k << x }
+              else
+                stack << v.begin << v.end
+              end
+            end
+            v.freeze
           end
-          value.freeze
           nil
+        end
+
+        # Whether an Array, a Hash or an unfrozen String of +value+ is reached twice (frozen
+        # Strings may be shared: Psych and MessagePack both deduplicate them under freeze).
+        # Stops at the first; each object is looked into once.
+        def shared?(value)
+          seen = {}.compare_by_identity
+          stack = [value]
+          until stack.empty?
+            v = stack.pop
+            case v
+            when Array, Hash, String
+              next if v.is_a?(String) && v.frozen?
+              return true if seen.key?(v)
+
+              seen[v] = true
+              if v.is_a?(Array)
+                stack.concat(v)
+              elsif v.is_a?(Hash)
+                v.each { |k, x| stack << k << x }
+              end
+            end
+          end
+          false
         end
 
         def faithful?(value, codec, bytes, freeze)
@@ -93,7 +144,7 @@ module Loadout
             require "msgpack"
             factory = MessagePack::Factory.new
             factory.register_type(SYMBOL_TYPE, Symbol, packer: method(:symbol_name), unpacker: method(:symbol))
-            Codec.new(factory)
+            MessagePackCodec.new(factory)
           rescue LoadError, StandardError
             false
           end
@@ -101,10 +152,9 @@ module Loadout
       end
 
       # Packs with one shared factory; unpacks with a per-call unpacker (frozen or not).
-      class Codec # :nodoc:
+      class MessagePackCodec # :nodoc:
         def initialize(factory)
           @factory = factory
-          @packer = factory.packer
         end
 
         def dump(value)
@@ -115,7 +165,7 @@ module Loadout
           @factory.load(bytes, freeze: freeze)
         end
       end
-      private_constant :Codec
+      private_constant :MessagePackCodec
     end
   end
 end

@@ -4,23 +4,33 @@ module Loadout
   module CompileCache
     # Which YAML and JSON calls an app makes, so `loadout precompile` fills the entries its boot
     # looks up and `loadout check` looks where the boot will. A YAML/JSON entry's variant depends
-    # on the method, its options and, for JSON, the process's Encoding.default_external and
-    # default_internal (Rails sets both to UTF-8; a CLI in a UTF-8 locale has UTF-8 and none,
-    # the same variant): things only the app's process knows.
+    # on the library's version, the method, its options and, for JSON, the process's
+    # Encoding.default_external and default_internal (Rails sets both to UTF-8; a CLI in a UTF-8
+    # locale has UTF-8 and none, the same variant): things only the app's process knows.
     #
-    # A shape is plain data, [kind, method, options, external, internal]: YAML options are the
-    # keywords (permitted classes by name), JSON options :default (none given), nil or a Hash.
+    # A shape is plain data: [kind, method, args, kwargs, external, internal, options], the call
+    # as the app made it (args after the path, and keywords: a json 2.x positional Hash and a
+    # json 3.x keyword Hash are different calls) under its encodings, and the option string its
+    # variant was made of (nil for the common shapes below, which were never seen). From a
+    # shape, the one function the hook itself uses (YAMLHandler.call_of, JSONHandler.call_of)
+    # gives the variant, so the shape a boot uses, the one precompile stores under and the one
+    # check looks under cannot differ.
+    #
     # Each boot that writes to the cache merges the shapes it used into the store's
     # "st/value_calls" record; precompile replays the recorded shapes and the common ones
     # (DEFAULTS: YAML.load_file, unsafe_load_file, I18n's unsafe_load_file(symbolize_names: true,
     # freeze: true), JSON.load_file, under UTF-8 and under the CLI's own encodings) through the
-    # hooks, so the keys come out exactly as the app's. The record also says whether the app had
-    # custom Psych tags registered (Rails does), which decides what check says of tagged files.
+    # hooks. check looks under the recorded shapes' own variants (those are what the app's boots
+    # asked for, whatever library the CLI has loaded), and under the common ones only when no
+    # boot has recorded any. The record also says whether the app had custom Psych tags
+    # registered (Rails does), which decides what check says of tagged files.
     module ValueCalls # :nodoc:
       RECORD_KEY = "st/value_calls"
+      FORMAT = 2
       LIMIT = 32 # shapes kept in the record, most recent first
-      YAML_DEFAULTS = [[:yaml, :load_file, {}, nil, nil], [:yaml, :unsafe_load_file, {}, nil, nil],
-                       [:yaml, :unsafe_load_file, { symbolize_names: true, freeze: true }, nil, nil]].freeze
+      YAML_DEFAULTS = [[:yaml, :load_file, [], {}, nil, nil, nil], [:yaml, :unsafe_load_file, [], {}, nil, nil, nil],
+                       [:yaml, :unsafe_load_file, [], { symbolize_names: true, freeze: true }, nil, nil, nil]].freeze
+      PLAIN = [NilClass, TrueClass, FalseClass, Integer, Float, Symbol, String].freeze
 
       @used = {}
       @noted = {}.compare_by_identity
@@ -34,7 +44,17 @@ module Loadout
           @custom_tags = false
         end
 
-        # Remembers the shape of +call+ (a Values::Call), once per Call object.
+        # A shape (see above) as frozen plain data; nil when the call holds anything else.
+        #: (Symbol, Symbol, Array[untyped], Hash[Symbol, untyped], String?, String?, String?) -> Array[untyped]?
+        def shape(kind, method, args, kwargs, external, internal, options)
+          return nil unless plain?(args) && plain?(kwargs)
+
+          # A copy: the caller may change its Hash after the call.
+          args, kwargs = Marshal.load(Marshal.dump([args, kwargs])) # rubocop:disable Security/MarshalLoad
+          [kind, method, args, kwargs, external, internal, options].freeze
+        end
+
+        # Remembers the shape of +call+ (a ValueHandler::Call), once per Call object.
         def note(call) #: (untyped) -> void
           return if @noted.key?(call)
 
@@ -53,29 +73,36 @@ module Loadout
           custom = @custom_tags || old[:custom_tags]
           return if shapes.sort_by(&:inspect) == old[:shapes].sort_by(&:inspect) && custom == old[:custom_tags]
 
-          store.put(RECORD_KEY, Marshal.dump({ "shapes" => shapes, "custom_tags" => custom }))
+          store.put(RECORD_KEY, Marshal.dump({ "format" => FORMAT, "shapes" => shapes, "custom_tags" => custom }))
         end
 
         # { shapes: [...], custom_tags: bool } from the store's record (empty when there is none).
         def recorded(store)
           raw = store.get(RECORD_KEY)
           data = raw && Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- written by #record
-          return { shapes: [], custom_tags: false } unless data.is_a?(Hash) && data["shapes"].is_a?(Array)
+          unless data.is_a?(Hash) && data["format"] == FORMAT && data["shapes"].is_a?(Array)
+            return { shapes: [], custom_tags: false }
+          end
 
           { shapes: data["shapes"].select { |s| valid?(s) }, custom_tags: data["custom_tags"] == true }
         rescue StandardError, TypeError
           { shapes: [], custom_tags: false }
         end
 
-        # The shapes of +kind+ precompile fills and check expects: the recorded ones, then the
-        # common ones.
+        # The shapes of +kind+ precompile fills: the recorded ones, then the common ones.
         def shapes(store, kind) #: (untyped, Symbol) -> Array[Array[untyped]]
           (recorded(store)[:shapes] + defaults).select { |s| s[0] == kind }.uniq
         end
 
+        # The shapes of +kind+ check expects a boot to use: the recorded ones, else the common ones.
+        def expected(store, kind) #: (untyped, Symbol) -> Array[Array[untyped]]
+          shapes = recorded(store)[:shapes].select { |s| s[0] == kind }
+          shapes.empty? ? defaults.select { |s| s[0] == kind } : shapes
+        end
+
         def defaults
           own = [Encoding.default_external.name, Encoding.default_internal&.name]
-          json = [["UTF-8", nil], own].uniq.map { |ext, int| [:json, :load_file, :default, ext, int] }
+          json = [["UTF-8", nil], own].uniq.map { |ext, int| [:json, :load_file, [], {}, ext, int, nil] }
           YAML_DEFAULTS + json
         end
 
@@ -93,40 +120,51 @@ module Loadout
           raise error if loaded.zero? && error
         end
 
-        # The variants a boot looks +kind+ files up under, one per shape.
+        # The variants a boot looks +kind+ files up under, one per shape: the one it recorded,
+        # else the one the hook would make of the shape in this process.
         def variants(key, kind, shapes) #: (Key, Symbol, Array[Array[untyped]]) -> Array[String]
           shapes.filter_map do |shape|
-            call = call_for(shape)
-            key.variant(kind, call.options) if call.is_a?(Values::Call)
+            options = shape[6] || options_of(shape)
+            key.variant(kind, options) if options
           end.uniq
         end
 
         private
 
         def valid?(shape)
-          shape.is_a?(Array) && shape.size == 5 && %i[yaml json].include?(shape[0]) && shape[1].is_a?(Symbol)
+          shape.is_a?(Array) && shape.size == 7 && %i[yaml json].include?(shape[0]) && shape[1].is_a?(Symbol) &&
+            shape[2].is_a?(Array) && shape[3].is_a?(Hash)
         end
 
-        def call_for((kind, method, opts, ext, int))
-          if kind == :yaml
-            YAML.send(:call_for, method, opts)
-          else
-            JSON.send(:call_for, method, opts, Encoding.find(ext), int && Encoding.find(int))
+        # Whether +value+ is plain data: Hashes and Arrays of plain values.
+        def plain?(value)
+          case value
+          when Hash then value.all? { |k, v| plain?(k) && plain?(v) }
+          when Array then value.all? { |v| plain?(v) }
+          else PLAIN.include?(value.class)
           end
+        end
+
+        # The option string the hook would make of +shape+ here.
+        def options_of((kind, method, args, kwargs, ext, int))
+          call = if kind == :yaml
+                   require "yaml"
+                   YAMLHandler.call_of(method, kwargs)
+                 else
+                   require "json"
+                   JSONHandler.call_of(method, ["", *args], kwargs, Encoding.find(ext), int && Encoding.find(int))
+                 end
+          call.options if call.is_a?(ValueHandler::Call)
         rescue StandardError
           nil
         end
 
-        def replay(path, (kind, method, opts, ext, int))
+        def replay(path, (kind, method, args, kwargs, ext, int))
           with_encodings(ext, int) do
             if kind == :yaml
-              ::Psych.public_send(method, path, **opts) if ::Psych.respond_to?(method)
-            elsif opts == :default
-              ::JSON.public_send(method, path)
-            elsif opts.nil?
-              ::JSON.public_send(method, path, nil)
+              Psych.public_send(method, path, **kwargs) if Psych.respond_to?(method)
             else
-              ::JSON.public_send(method, path, **opts)
+              JSON.public_send(method, path, *args, **kwargs)
             end
           end
         end

@@ -29,10 +29,12 @@ module Loadout
 
       Found = Class.new(StandardError)
 
+      @finder = nil # FINDER's class, made on first use
+
       # Stops the event parse at the first tagged node. Built on first use: Psych::Handler
       # exists only once the app has loaded Psych, and this file may load before.
       FINDER = lambda do
-        Class.new(::Psych::Handler) do
+        Class.new(Psych::Handler) do
           def scalar(_value, _anchor, tag, *)
             raise Found if tag
           end
@@ -51,10 +53,10 @@ module Loadout
         # :none (no custom tags), :active (some, and tag-free files are safe to serve), or
         # :unusable (a load_tags that answers for untagged nodes too: nothing is cached).
         def tables #: () -> Symbol
-          load_tags = ::Psych.load_tags
+          load_tags = Psych.load_tags
           return :unusable unless load_tags.is_a?(Hash)
           return :unusable if load_tags.default || load_tags.default_proc || load_tags.key?(nil)
-          return :none if load_tags.empty? && ::Psych.domain_types.empty?
+          return :none if load_tags.empty? && Psych.domain_types.empty?
 
           :active
         end
@@ -66,7 +68,7 @@ module Loadout
           return false if WIDE_BOMS.any? { |bom| source.start_with?(bom) }
 
           @finder ||= FINDER.call
-          ::Psych::Parser.new(@finder.new).parse(source.force_encoding(Encoding::UTF_8))
+          Psych::Parser.new(@finder.new).parse(source.force_encoding(Encoding::UTF_8))
           true
         rescue StandardError # Found, a syntax error, anything: not proven tag-free
           false

@@ -4,10 +4,10 @@ require_relative "../native"
 
 module Loadout
   module CompileCache
-    # Content identity for the compile cache: XXH64 of source files and of cached payloads, and
-    # the stat fields Freshness compares. Native (ext/loadout/digest.c) or the Ruby twin
+    # XXH64 of source files and of cached payloads: is this the content that was compiled, was
+    # this payload damaged since it was written. Native (ext/loadout/digest.c) or the Ruby twin
     # below, chosen once at load time; both give identical values.
-    module Digest # :nodoc:
+    module XXH64 # :nodoc:
       SEED = 0
       MASK = 0xFFFF_FFFF_FFFF_FFFF
       P1 = 0x9E3779B185EBCA87
@@ -16,26 +16,18 @@ module Loadout
       P4 = 0x85EBCA77C2B2AE63
       P5 = 0x27D4EB2F165667C5
 
-      # Per-file calls go through this ivar, not the constant: Ruby 3.1 drops every constant
-      # cache each time a class is defined (once per file a boot loads).
-      @native = BACKEND == :native ? Native : nil
+      @native = BACKEND == :native ? Native : nil # (hot path: see CompileCache)
 
-      # [size, mtime_ns, ctime_ns, ino, dev]; the order FileIdentity fields come in.
       class << self
         if BACKEND == :native
           # XXH64 of +string+'s bytes.
-          def xxh64(string, seed = SEED) #: (String, ?Integer) -> Integer
-            Native.xxh64(string, seed)
+          def digest(string, seed = SEED) #: (String, ?Integer) -> Integer
+            @native.xxh64(string, seed)
           end
 
           # XXH64 of a file's bytes, nil when it cannot be read.
           def file(path, seed = SEED) #: (String, ?Integer) -> Integer?
-            Native.file_xxh64(path, seed)
-          end
-
-          # [size, mtime_ns, ctime_ns, ino, dev] of +path+ (symlinks followed), nil when stat fails.
-          def identity(path) #: (String) -> Array[Integer]?
-            @native.file_identity(path)
+            @native.file_xxh64(path, seed)
           end
 
           # True when XXH64 of string[offset, len] equals the little-endian u64 at digest_offset.
@@ -43,7 +35,7 @@ module Loadout
             @native.xxh64_matches(string, offset, len, digest_offset)
           end
         else
-          def xxh64(string, seed = SEED)
+          def digest(string, seed = SEED)
             RubyXXH64.digest(string.b, seed)
           end
 
@@ -58,19 +50,6 @@ module Loadout
             return false if offset + len > string.bytesize || digest_offset + 8 > string.bytesize
 
             RubyXXH64.digest(string.byteslice(offset, len).b, SEED) == string.unpack1("Q<", offset: digest_offset)
-          end
-
-          def identity(path)
-            st = File.stat(path)
-            [st.size, time_ns(st.mtime), time_ns(st.ctime), st.ino, st.dev]
-          rescue SystemCallError
-            nil
-          end
-
-          private
-
-          def time_ns(time)
-            (time.tv_sec * 1_000_000_000) + time.tv_nsec
           end
         end
       end
