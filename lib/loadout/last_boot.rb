@@ -47,8 +47,8 @@ module Loadout
         false
       end
 
-      # What a boot records: when and who, the setup time, whether it wrote to the store (or had
-      # its worker write), and each installed component's counters.
+      # What a boot records: when and who, the setup time, whether it appended anything to the
+      # store, and each installed component's counters.
       #: (Array[Module], Float?, bool) -> Hash[String, untyped]
       def snapshot(installed, setup_seconds, wrote)
         data = { "at" => Time.now.to_i, "pid" => Process.pid, "program" => $PROGRAM_NAME.to_s,
