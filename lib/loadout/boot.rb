@@ -131,7 +131,7 @@ module Loadout
 
         install(mod) do
           mod.install!(store: @store, development_mode: config.development_mode,
-                       ignore_directories: config.ignore_directories, trust: config.trust)
+                       ignore_directories: config.ignore_directories, trust: config.trust, root: config.root)
         end
       end
 

@@ -298,13 +298,21 @@ class CLITest < Minitest::Test
     end
   end
 
-  test "precompile --gemfile covers the bundle's gem dirs (lib, and app/ for engines)" do
-    with_app do |app|
-      bundle = Loadout::CLI::AppBundle::Result.new(gem_path: Gem.path, load_path: $LOAD_PATH.map(&:to_s))
-      roots = Loadout::CLI::FileSelection.new(app, bundle, []).gem_roots
-      minitest = Gem.loaded_specs.fetch("minitest").full_require_paths.first
-      assert_includes roots, minitest
-      refute(roots.any? { |r| r.start_with?(File.expand_path("../../lib", __dir__)) }, "loadout's own -I lib is not a gem dir")
+  test "precompile --gemfile covers the rest of the bundle's $LOAD_PATH (gems, Ruby's own) and gems' data dirs" do
+    with_app([["lib/app.rb", ""], ["gems/engine/engine.gemspec", ""], ["gems/engine/lib/engine.rb", ""],
+              ["gems/engine/config/locales/en.yml", "en: {}"], ["gems/engine/app/models/x.rb", ""]]) do |app|
+      home = File.join(app, "vendor/bundle/ruby/3.1.0")
+      i18n = File.join(home, "gems/rails-i18n-7.0.0")
+      FileUtils.mkdir_p(["#{i18n}/lib", "#{i18n}/rails/locale", "#{i18n}/spec"])
+      outside = File.join(File.dirname(app), "outside/lib")
+      FileUtils.mkdir_p(outside)
+      load_path = ["#{app}/lib", "#{app}/gems/engine/lib", "#{i18n}/lib", outside, RbConfig::CONFIG["rubylibdir"]]
+      bundle = Loadout::CLI::AppBundle::Result.new(gem_path: [home, *Gem.path], load_path: load_path)
+      roots = Loadout::CLI::FileSelection.new(app, bundle, []).bundle_roots
+      # The vendored gem and its locale dir; a dir outside the app (a path gem elsewhere); Ruby's
+      # standard library. Not the app's own dirs (the app root's walk has them), nor a gem's spec/.
+      assert_equal ["#{i18n}/lib", outside, RbConfig::CONFIG["rubylibdir"], "#{i18n}/rails"], roots
+      # A path gem inside the app is the app's: its app/ and config/ are walked with the app.
     end
   end
 

@@ -44,7 +44,22 @@ module Loadout
         base == real || base.start_with?(real.end_with?("/") ? real : "#{real}/")
       end
 
+      # "gems/rack-3.0.8/lib" for an entry at +expanded+ under a gem home's gems/, extensions/ or
+      # bundler/gems/ dir: the same gem version, installed in any gem home, holds the same files
+      # (Lister keeps its listing under that name too, for a bundle restored elsewhere). nil for
+      # anything else (Ruby's own dirs stay where they are).
+      def gem_relative(expanded)
+        root = @stable.select { |r| under?(expanded, r) && r.end_with?(*GEM_DIRS) }.max_by(&:length) or return nil
+        return nil if expanded == root
+
+        kind = GEM_DIRS.find { |d| root.end_with?(d) }.delete_prefix("/").tr("/", "-")
+        "#{kind}/#{expanded.byteslice(root.bytesize + 1, expanded.bytesize)}"
+      end
+
       private
+
+      GEM_DIRS = %w[/bundler/gems /gems /extensions].freeze
+      private_constant :GEM_DIRS
 
       def under?(path, root)
         path == root || path.start_with?(root.end_with?("/") ? root : "#{root}/")
