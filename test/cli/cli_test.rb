@@ -316,6 +316,30 @@ class CLITest < Minitest::Test
     end
   end
 
+  test "precompile -- COMMAND: a boot that fails or does not set loadout up is exit 1 with why; the walk is done anyway" do
+    lib = File.expand_path("../../lib", __dir__)
+    with_app([["lib/a.rb", "A = 1"]]) do |app|
+      run = cli("precompile", "--", RbConfig.ruby, "-e", "exit 0", app: app)
+      assert_equal 1, run.status, run.out + run.err
+      assert_includes run.err, "failed: `#{RbConfig.ruby} -e exit 0` did not set loadout up with this cache"
+      assert_includes run.out, "did not set loadout up; 1 files (iseq 1)" if ISEQ
+      assert File.file?(store_path(app)), "the walk ran"
+
+      run = cli("precompile", "--", RbConfig.ruby, "-I", lib, "-e", 'require "loadout/setup"; warn "booted"; exit 3',
+                app: app)
+      assert_equal 1, run.status, run.out + run.err
+      assert_includes run.err, "booted\n", "the boot's output goes to stderr"
+      assert_includes run.err, "exited with status 3 (its output is above); the cache holds what it loaded before it failed"
+
+      run = cli("precompile", "--", RbConfig.ruby, "-I", lib, "-e", 'require "loadout/setup"', app: app)
+      assert_equal 0, run.status, run.out + run.err
+      assert_match(/\Aloadout precompile: boot `.*require "loadout\/setup"` \(\d+\.\d s\): /, run.out)
+
+      assert_usage_error(cli("precompile", "--", app: app), "precompile: no command after --")
+      assert_includes cli("precompile", app: app).err, "no boot was run; for a fully warm next boot give the app's boot after --"
+    end
+  end
+
   test "the progress bar draws only on a terminal" do
     tty = StringIO.new
     def tty.tty?

@@ -75,6 +75,9 @@ module Loadout
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         ctx.writable!("precompile")
         boot = command && PrecompileBoot.run(ctx, command, err)
+        # Issue #21 (the app's own GC settings): the boot's LastBoot record (boot.record) holds
+        # the numbers that boot ended with; the RUBY_GC_* settings an image should carry are to be
+        # derived from it and printed here, so one build step gives the image both.
         # Kinds this Ruby cannot cache (the ISeq cache off CRuby) are left out, as a boot leaves them.
         @off = opts[:kinds].filter_map { |kind| (why = Boot.unsupported(kind)) && [kind, why] }.to_h
         opts[:kinds] -= @off.keys
@@ -92,6 +95,7 @@ module Loadout
         seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
         failures << boot_failure(boot) if boot && !boot.success?
         summary(files, failures, bad, index, seconds, boot, self_cache)
+        hint(ctx) unless command
         failures.empty? ? 0 : 1
       end
 
@@ -144,6 +148,15 @@ module Loadout
       def compact(ctx)
         eviction = Eviction.new(roots: @roots)
         ctx.with_store(write: true) { |store| store.compact(evict: eviction) }
+      end
+
+      # Without a boot, what the app loads from outside the walked dirs, and YAML/JSON read with a
+      # call shape no boot recorded, misses once: say how to get a fully warm next boot.
+      def hint(ctx)
+        rails = %w[bin/rails config/application.rb].all? { |f| File.file?(File.join(ctx.config.root, f)) }
+        example = rails ? "bin/rails runner 1 (with RAILS_ENV set as the app runs)" : "the command that boots the app"
+        err.puts "loadout precompile: no boot was run; for a fully warm next boot give the app's boot after --, " \
+                 "e.g. `loadout precompile --gemfile -- #{example}`"
       end
 
       def boot_failure(boot)

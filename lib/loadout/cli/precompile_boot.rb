@@ -60,7 +60,7 @@ module Loadout
       end
 
       def self.spawn(env, command, dir, err)
-        if err.respond_to?(:fileno)
+        if err.is_a?(IO)
           pid = Process.spawn(env, *command, chdir: dir, in: File::NULL, out: err, err: err)
           Process.wait2(pid).last
         else # (a StringIO: tests that run the CLI in-process)
