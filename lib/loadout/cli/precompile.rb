@@ -74,7 +74,7 @@ module Loadout
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         ctx.writable!("precompile")
-        boot = command && PrecompileBoot.run(ctx, command, err)
+        boot = command && PrecompileBoot.run(ctx, command, err, @cli.env)
         # Issue #21 (the app's own GC settings): the boot's LastBoot record (boot.record) holds
         # the numbers that boot ended with; the RUBY_GC_* settings an image should carry are to be
         # derived from it and printed here, so one build step gives the image both.

@@ -45,10 +45,12 @@ module Loadout
       # Whatever the caller's environment says, the boot runs with loadout on and writing.
       LOADOUT_ON = { "LOADOUT_DISABLE" => nil, "LOADOUT_READONLY" => nil, "LOADOUT_RECORD" => "1" }.freeze
 
-      # Runs +command+ for the cache of +ctx+; its output goes to +err+.
-      #: (Context, Array[String], untyped) -> Result
-      def self.run(ctx, command, err)
+      # Runs +command+ for the cache of +ctx+; its output goes to +err+. +cli_env+: the CLI's
+      # environment, whose BUNDLE_GEMFILE (the app's, under `bundle exec`) the boot gets too.
+      #: (Context, Array[String], untyped, ?Hash[String, String]) -> Result
+      def self.run(ctx, command, err, cli_env = {})
         env = LOADOUT_ON.merge("LOADOUT_CACHE_DIR" => ctx.config.cache_dir)
+        env["BUNDLE_GEMFILE"] = cli_env["BUNDLE_GEMFILE"] if cli_env["BUNDLE_GEMFILE"]
         before = LastBoot.read(ctx.store_path)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         status = spawn(env, command, ctx.config.root, err)
