@@ -164,8 +164,8 @@ module Loadout
         (entry.base ||= realpath(entry.source).freeze) == base
       end
 
-      # Lists +entry+'s tree and stores it (under the app-relative key too, for a copy of the
-      # app elsewhere). With +moved+ (a listing made elsewhere), the same files make it a
+      # Lists +entry+'s tree and stores it (under its moved key too, for a copy of the bundle or
+      # the app elsewhere). With +moved+ (a listing made elsewhere), the same files make it a
       # revalidation, not a rescan.
       def scan(entry, moved = nil)
         if Instrumentation.enabled?
