@@ -73,11 +73,17 @@ class CheckVerdictTest < Minitest::Test
       checked = check.stdout.lines.grep(/^(iseq|yaml|json|  loaded before setup|  (stale|missing):)/).join
       assert_includes checked, "#{moved}/app.rb"
       refute_includes checked, "#{app}/", "nothing checked at the old path"
+      recorded_by = check.stdout[/^files: .* recorded .* by pid (\d+)/, 1] or flunk(check.stdout)
       FileUtils.rm_rf(app) # nothing of the old place is used
       counts, missed = boot_counts(moved)
       assert_empty missed
       assert_all_served(counts, "the first boot at the new path")
       assert_operator counts["iseq"]["revalidated"], :>, 0
+      # It appended stat records, but the record of loaded files names its files already (at the
+      # build's paths): a fleet's workers do not each rewrite it.
+      after = loadout(moved, "check", status: 0).stdout
+      assert_equal recorded_by, after[/^files: .* recorded .* by pid (\d+)/, 1], after
+      assert_match(/^last boot:  .*; wrote to the cache/, loadout(moved, "stats", status: 0).stdout)
     end
   end
 end
