@@ -4,12 +4,14 @@ require "test_helper"
 require "loadout/load_path"
 require "loadout/store"
 require "loadout/eviction"
+require_relative "../load_path/backdate"
 
 # Load-path listings made with the app and its bundle at one path serve them at another (a build
 # stage, a CI cache restored into a fresh clone): a gem dir's listing is used as stored at its new
 # place; an app dir is listed again (a fresh clone's mtimes vouch for nothing) and counts as
 # revalidated when it holds the same files, a rescan when it does not.
 class LoadPathRelocationTest < Minitest::Test
+  include Loadout::TestSupport::Backdate
   FILES = [["home/gems/widget-1.0/lib/widget.rb", "W = 1"], ["home/gems/widget-1.0/lib/widget/part.rb", ""],
            ["app/lib/shop.rb", "S = 1"], ["app/lib/shop/cart.rb", ""]].freeze
 
@@ -36,6 +38,8 @@ class LoadPathRelocationTest < Minitest::Test
       FileUtils.mkdir_p(moved)
       FileUtils.cp_r(File.join(built, "home"), moved) # new inodes and mtimes, as a restore or a clone
       FileUtils.cp_r(File.join(built, "app"), moved)
+      # Other mtimes than the build's, and out of the racy second (see Backdate).
+      backdate(moved, seconds: 1800)
       FileUtils.rm_rf(built)
       yield store_path, moved
     end
