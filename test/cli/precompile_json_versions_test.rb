@@ -4,7 +4,7 @@ require "test_helper"
 require_relative "../integration/app_helper"
 
 # The image-build gate of the README, `loadout precompile --gemfile && loadout check --gemfile`,
-# in an app whose bundle holds json 2.x (Ruby 3.1's default 2.6.1, or 2.21) or 3.x (keyword-only
+# in an app whose bundle holds json 2.x (Ruby's own: 2.6.1 on Ruby 3.1; or 2.21) or 3.x (keyword-only
 # JSON.load_file): check exits 0, and the boot that follows agrees (every JSON, YAML and Ruby
 # lookup of the app's a hit or a revalidation). The issue's reproduction: with json 3.1 check said
 # "json: 133 files: 133 missing (no entry)" although the boot hit them (check looked under
@@ -46,7 +46,12 @@ class PrecompileJsonVersionsTest < Minitest::Test
     [out, err, status]
   end
 
-  %w[2.6.1 2.21.2 3.1.0].each do |version|
+  # This Ruby's own json (2.6.1 on Ruby 3.1), and the side gems bin/setup-deps installs.
+  DEFAULT_JSON = Dir[File.join(Gem.default_specifications_dir, "json-*.gemspec")].map do |spec|
+    File.basename(spec, ".gemspec").delete_prefix("json-")
+  end.max_by { |v| Gem::Version.new(v) }
+
+  [DEFAULT_JSON, "2.21.2", "3.1.0"].compact.uniq.each do |version|
     test "json #{version}: precompile --gemfile && check --gemfile exits 0, and the next boot hits what check said" do
       with_json_app(version) do |app, env|
         out, err, status = run_in(app, env, "bundle", "exec", EXE, "precompile", "--gemfile", "-j", "1")

@@ -154,6 +154,18 @@ class RailsFleetTest < Minitest::Test
         end
         CACHE_KINDS.each { |kind| assert_equal 0, warm_counts[kind]["revalidated"], "the boot after: plain hits" }
 
+        # The README's other way: the cache left root's and readable (chmod -R a+rX, no chown of
+        # tmp/cache): read-only for the app's user, said once, and still nothing compiled.
+        readonly = File.join(tmp, "runtime-readonly")
+        FileUtils.cp_r(build, readonly, preserve: true)
+        FileUtils.chmod_R("a+rX", File.join(readonly, "tmp"))
+        mounts = { workdir => readonly, bundle_path => "#{BUNDLE}:ro" }
+        _, err, status = in_namespace(mounts, workdir, boot, env: stats, uid: APP_USER)
+        assert status.success?, err
+        assert_equal 1, err.scan(/^loadout: /).size, err
+        assert_match(/^loadout: cache dir #{workdir}\/tmp\/cache\/loadout is not writable .*; using the cache read-only/, err)
+        assert_compiled_nothing(err, warm_counts, "a container reading a root-owned cache")
+
         # The README's target: the cache precompile made with the app at /rails (bundle at
         # /usr/local/bundle), copied into the app at its own path (bundle at the suite's path).
         with_rails_app do |app|
