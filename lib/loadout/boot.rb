@@ -150,7 +150,7 @@ module Loadout
 
         install(mod) do
           mod.install!(store: @store, development_mode: config.development_mode,
-                       ignore_directories: config.ignore_directories, trust: config.trust)
+                       ignore_directories: config.ignore_directories, trust: config.trust, root: config.root)
         end
       end
 
@@ -198,19 +198,20 @@ module Loadout
       end
 
       # The one exit sequence of a boot (the only at_exit hook loadout registers for it), in
-      # order: the compile cache's finish (captures stopped, the self cache written, while the
-      # store is open); what this boot loaded (for `loadout check`) and the app's $LOAD_PATH, when it
-      # writes anyway; the batched writes of the whole boot flushed in one go; the store closed;
-      # then this boot's numbers beside it (LastBoot, for `loadout stats`). Forked children record
-      # nothing of their own: the process that set up is the boot.
+      # order: the compile cache's finish (captures stopped, the self cache written, while the store is
+      # open); what this boot loaded (for `loadout check`) and the app's $LOAD_PATH, when it
+      # appends to the store anyway or was asked to record (`record: true`, the boot `loadout
+      # precompile -- COMMAND` runs); the batched writes of the whole boot flushed in one go; the
+      # store closed; then this boot's numbers beside it (LastBoot, for `loadout stats`), saying
+      # whether it appended anything. Forked children record nothing of their own: the process
+      # that set up is the boot.
       def finish
         store = @store or return
         cache = @installed.find { |m| m.name == "Loadout::CompileCache" }
         guard("finish the compile cache") { cache.finish! } if cache.respond_to?(:finish!)
         own = @setup_pid == Process.pid
         writable = store.writable?
-        wrote = writable && wrote?(store)
-        if wrote || (writable && @config&.stats)
+        if writable && (@config&.record || appends?(store, cache))
           if own && cache
             # (The ISeq cache asked for but off on this engine, JRuby: no Ruby files to record.)
             iseq = @config.compile_cache.include?(:iseq) && !@off.key?(:iseq)
@@ -226,6 +227,7 @@ module Loadout
           end
         end
         guard("record the variants in use") { record_seen(store) }
+        wrote = writable && appends?(store, cache)
         guard("flush the store") { store.flush }
         guard("close the store") { store.close }
         @store = nil
@@ -238,15 +240,17 @@ module Loadout
         dir&.close
       end
 
-      # Whether this boot wrote to the store (or queued writes for it): only such a boot (or any
-      # under LOADOUT_STATS=1) records what it loaded, so a warm boot that hit everything appends
-      # nothing.
-      def wrote?(store)
+      # Whether this boot appends to the store: writes queued for the exit flush (entries, stat
+      # records, listings, the records above), or ISeqs its captures already stored. Only such a
+      # boot records what it loaded (unless asked to), so a warm boot that hit everything appends
+      # nothing, whatever it loaded and whether LOADOUT_STATS watches it. (Misses alone say
+      # nothing: a value no codec reproduces, or a capture another parallel boot holds the lease
+      # for, is a miss that writes nothing.)
+      def appends?(store, cache)
         pending = store.respond_to?(:stats) ? store.stats[:pending_writes] : nil
         return true if pending.is_a?(Integer) && pending.positive?
 
-        cache = @installed.find { |m| m.name == "Loadout::CompileCache" } or return false
-        cache.stats.any? { |_, c| (c[:misses].to_i + c[:stale].to_i + c[:corrupt].to_i).positive? }
+        cache ? cache.stats.any? { |_, c| c[:compiles].to_i.positive? } : false
       end
 
       # The compile cache variants this boot used, for the eviction of unused ones: a few reads,

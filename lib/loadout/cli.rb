@@ -14,6 +14,8 @@ module Loadout
     autoload :Precompile, File.expand_path("cli/precompile", __dir__)
     autoload :PrecompileFiles, File.expand_path("cli/precompile_files", __dir__)
     autoload :PrecompileIndex, File.expand_path("cli/precompile_index", __dir__)
+    autoload :PrecompileBoot, File.expand_path("cli/precompile_boot", __dir__)
+    autoload :SelfFiles, File.expand_path("cli/self_files", __dir__)
     autoload :Check, File.expand_path("cli/check", __dir__)
     autoload :StoreCommands, File.expand_path("cli/store_commands", __dir__)
     autoload :StatsCommand, File.expand_path("cli/stats_command", __dir__)
@@ -26,7 +28,7 @@ module Loadout
     autoload :GCCommand, File.expand_path("cli/gc_command", __dir__)
 
     COMMANDS = {
-      "precompile" => "fill the compile caches and build the load-path index for the current bundle",
+      "precompile" => "fill the caches for the next boot (boot the app with -- COMMAND; walk dirs; build the index)",
       "check" => "tell, without booting the app, whether the next boot will hit the caches",
       "stats" => "store size, live/garbage, entries per kind/variant, last boot's hit rates",
       "compact" => "rewrite the store without dead records and entries that can never be served again",

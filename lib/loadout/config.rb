@@ -31,7 +31,8 @@ module Loadout
       trust_shared_cache: false,
       ignore_directories: DEFAULT_IGNORE_DIRECTORIES,
       log: false,
-      stats: false
+      stats: false,
+      record: false
     }.freeze
     OPTIONS = DEFAULTS.keys.freeze
 
@@ -61,6 +62,7 @@ module Loadout
       @ignore_directories = directories(opts[:ignore_directories])
       @log = boolean(:log, opts[:log])
       @stats = boolean(:stats, opts[:stats])
+      @record = boolean(:record, opts[:record])
       freeze
     end
 

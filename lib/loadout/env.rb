@@ -43,7 +43,8 @@ module Loadout
           trust: trust(env),
           trust_shared_cache: boolean(env, "LOADOUT_TRUST_SHARED_CACHE", false),
           log: boolean(env, "LOADOUT_LOG", false),
-          stats: boolean(env, "LOADOUT_STATS", false)
+          stats: boolean(env, "LOADOUT_STATS", false),
+          record: boolean(env, "LOADOUT_RECORD", false)
         }
         if env["LOADOUT_IGNORE_DIRECTORIES"]
           dirs = string(env, "LOADOUT_IGNORE_DIRECTORIES", "a comma-separated list of directory names or paths") || ""

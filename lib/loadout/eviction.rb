@@ -17,8 +17,10 @@ module Loadout
   #   once a day each (CompileCache::Key#seen_records): a warm boot reads a record or two, writes
   #   nothing more than once a day, never loads this file, and does none of it while files load.
   # - A load path listing ("lp/ent/<dir>") of a directory that existed when it was listed and no
-  #   longer does (a gem version replaced by `bundle update`); and the whole-$LOAD_PATH indexes
-  #   earlier versions stored ("lp/idx/...", "lp/recent"), which nothing reads any more.
+  #   longer does (a gem version replaced by `bundle update`), and its relocatable copy
+  #   ("lp/gem/...", "lp/app/...") once no gem home or app root here holds that directory; and the
+  #   whole-$LOAD_PATH indexes earlier versions stored ("lp/idx/...", "lp/recent"), which nothing
+  #   reads any more.
   # Everything else (boot records) is kept.
   class Eviction
     UNUSED_DAYS = 30
@@ -60,6 +62,8 @@ module Loadout
         !day.nil? && aged?(day)
       elsif key.start_with?("lp/ent/")
         listing_dead?(key, read)
+      elsif key.start_with?("lp/gem/", "lp/app/")
+        moved_listing_dead?(key, read)
       elsif key.start_with?("lp/idx/", "lp/recent")
         true # the whole-$LOAD_PATH indexes of earlier versions: listings are per directory now
       else
@@ -72,6 +76,25 @@ module Loadout
     # bytes, and evicting it would have every boot list the directory again.
     def listing_dead?(key, read)
       return false if File.directory?(key.delete_prefix("lp/ent/").force_encoding(Encoding::UTF_8))
+
+      decoded = LoadPath::Codec.decode(read.call(key), nil)
+      decoded.nil? || !decoded.dirs.empty?
+    end
+
+    # The relocatable copy of a listing (LoadPath::Lister): gone when the dir it names is under
+    # none of this process's gem homes ("lp/gem/gems/rack-3.0.8/lib") or not under its app root
+    # ("lp/app/lib") any more, listed when it existed.
+    def moved_listing_dead?(key, read)
+      kind, rel = key.byteslice(3, key.bytesize).force_encoding(Encoding::UTF_8).split("/", 2)
+      return false if rel.nil? || rel.empty?
+
+      dirs = if kind == "app"
+               [File.join(@own.roots.first, rel)]
+             else
+               sub, rest = rel.split("/", 2)
+               @own.roots.drop(1).map { |home| File.join(home, sub.tr("-", "/"), rest.to_s) }
+             end
+      return false if dirs.empty? || dirs.any? { |d| File.directory?(d) }
 
       decoded = LoadPath::Codec.decode(read.call(key), nil)
       decoded.nil? || !decoded.dirs.empty?

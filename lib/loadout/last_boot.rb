@@ -52,9 +52,9 @@ module Loadout
         false
       end
 
-      # What a boot records: when and who, the setup time, whether it wrote to the store (or had
-      # its worker write), each installed component's counters, and the GC's counts and heap at
-      # the end (GCSettings: what `loadout gc` recommends from).
+      # What a boot records: when and who, the setup time, whether it appended anything to the
+      # store, each installed component's counters, and the GC's counts and heap at the end
+      # (GCSettings: what `loadout gc` recommends from).
       #: (Array[Module], Float?, bool) -> Hash[String, untyped]
       def snapshot(installed, setup_seconds, wrote)
         data = { "at" => Time.now.to_i, "pid" => Process.pid, "program" => $PROGRAM_NAME.to_s,

@@ -50,16 +50,18 @@ module Loadout
       # require (see Require). +trust+: nil/:stable (default: stable entries used as stored,
       # app dirs checked against dir mtimes), :all (nothing checked: immutable images), :none
       # (check stable entries too). +development_mode+ is accepted for compatibility: a miss
-      # always re-checks the app directories that could hold the file, in every mode.
-      #: (?store: untyped, ?development_mode: bool, ?ignore_directories: Array[String], ?trust: Symbol?) -> void
-      def install!(store: nil, development_mode: false, ignore_directories: ["node_modules"], trust: nil)
+      # always re-checks the app directories that could hold the file, in every mode. +root+: the
+      # app root, under which listings are also kept relative to it (a copy of the app at another
+      # path starts from them: see Lister).
+      #: (?store: untyped, ?development_mode: bool, ?ignore_directories: Array[String], ?trust: Symbol?, ?root: String?) -> void
+      def install!(store: nil, development_mode: false, ignore_directories: ["node_modules"], trust: nil, root: nil)
         validate!(store, development_mode, ignore_directories, trust)
         uninstall!
         return unsupported unless supported?
 
         ignore = frozen_list(ignore_directories)
         roots = Roots.new
-        state = State.new(lister: Lister.new(store: store, roots: roots, ignore: ignore, trust: trust),
+        state = State.new(lister: Lister.new(store: store, roots: roots, ignore: ignore, trust: trust, app_root: root),
                           roots: roots, ignore: ignore)
         @boot = { items: $LOAD_PATH.map { |p| BootRecord.item_of(p) }, roots: roots,
                   loaded: [$LOADED_FEATURES.size, caller_locations.map(&:absolute_path)] }
@@ -103,10 +105,12 @@ module Loadout
       end
 
       # Counters for the stats printer: requires, hits, misses, fallbacks (and per reason),
-      # already_loaded, rescans (directories listed), restored_entries (listings used as stored),
-      # restored (every listing came from the store), restore_ms; with RubyGems' require in
-      # place (RubyGemsFront): front (of those requires, the ones answered above RubyGems),
-      # rubygems (handed to RubyGems' own require), gem_walks (default-gem walks answered).
+      # already_loaded, rescans (directories listed), revalidated (app directories of a copy of
+      # the app elsewhere, listed again and holding the files a listing made there holds),
+      # restored_entries (listings used as stored), restored (every listing came from the
+      # store), restore_ms; with RubyGems' require in place (RubyGemsFront): front (of those
+      # requires, the ones answered above RubyGems), rubygems (handed to RubyGems' own require),
+      # gem_walks (default-gem walks answered).
       #: () -> Hash[Symbol, untyped]
       def stats
         state = @state or return {}
@@ -115,8 +119,8 @@ module Loadout
         lister = state.lister
         { restore_ms: state.restore_ms, requires: counts[:requires], hits: counts[:hits], misses: counts[:misses],
           fallbacks: reasons.values.sum, fallback_reasons: reasons, already_loaded: counts[:already_loaded],
-          rescans: lister.scanned, restored_entries: lister.restored,
-          restored: lister.scanned.zero? && lister.restored.positive? }
+          rescans: lister.scanned, revalidated: lister.revalidated, restored_entries: lister.restored,
+          restored: lister.scanned.zero? && lister.revalidated.zero? && lister.restored.positive? }
           .merge(%i[front rubygems gem_walks].to_h { |k| [k, counts[k]] }.reject { |_, n| n.zero? })
       end
 
@@ -124,24 +128,25 @@ module Loadout
       # will do with the listings in +store+, without changing anything: :hit (every directory
       # restored as stored), :stale (some are listed again, with the directory that changed),
       # :miss (some have no stored listing). +later+: absolute items the app adds after boot.
-      #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?later: Array[String]) -> Hash[Symbol, untyped]
-      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [])
+      #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?later: Array[String], ?root: String?) -> Hash[Symbol, untyped]
+      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [], root: nil)
         raise ConfigError.new("store", store, "a Loadout::Store") if store.nil?
 
         validate!(store, false, ignore_directories, trust)
         lister = Lister.new(store: store, roots: Roots.new(stable_roots), ignore: frozen_list(ignore_directories),
-                            trust: trust)
+                            trust: trust, app_root: root)
         Checker.new(lister).call(load_path, later)
       end
 
       # Lists and stores every directory of +load_path+ and +extra+ (dirs the app may add after
       # boot) that has no usable stored listing, with the app's +stable_roots+. Returns
       # { restored: (nothing needed listing), listed: count }.
-      #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?extra: Array[String]) -> Hash[Symbol, untyped]
-      def precompile(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, extra: [])
+      #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?extra: Array[String], ?root: String?) -> Hash[Symbol, untyped]
+      def precompile(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, extra: [],
+                     root: nil)
         validate!(store, false, ignore_directories, trust)
         lister = Lister.new(store: store, roots: Roots.new(stable_roots), ignore: frozen_list(ignore_directories),
-                            trust: trust)
+                            trust: trust, app_root: root)
         (load_path + extra).uniq.each do |item|
           next unless item.is_a?(String) && !item.empty?
 

@@ -33,14 +33,17 @@ module Loadout
         @stack = caller_locations(1)
       end
 
-      # Stores this boot's list unless the stored one has the same files. +cache+ is the
+      # Stores this boot's list unless the stored one has the same files, there or relocated (a
+      # boot of the same app at another path: a fleet worker in a fresh clone). +cache+ is the
       # CompileCache module when it is installed; +iseq+ whether its ISeq kind is on.
       #: (untyped, untyped, bool) -> void
       def record(store, cache, iseq)
         entries = cache&.entries or return
-        files = Marshal.dump(files_of(entries, store, iseq))
+        data = files_of(entries, store, iseq)
+        files = Marshal.dump(data)
         old = store.get(KEY)
-        return if old && (Marshal.load(old)[1] rescue nil) == files # rubocop:disable Style/RescueModifier
+        old_files = old && (Marshal.load(old)[1] rescue nil) # rubocop:disable Style/RescueModifier
+        return if old_files && (old_files == files || same_elsewhere?(old_files, data))
 
         meta = { "at" => Time.now.to_i, "pid" => Process.pid, "program" => $PROGRAM_NAME.to_s, "format" => FORMAT,
                  "before" => before_files }
@@ -64,6 +67,25 @@ module Loadout
         nil
       end
 
+      # [[recorded root, root here]] for the roots a record's keys name (+from+: { root => tag }
+      # it recorded) that are somewhere else under +to+ (this process's { root => tag }), deepest
+      # first; empty when every root is where it was (or the record predates tags).
+      #: (Hash[String, String]?, Hash[String, String]) -> Array[[String, String]]
+      def relocation(from, to)
+        return [] unless from.is_a?(Hash)
+
+        here = to.invert
+        from.filter_map { |root, tag| (now = here[tag]) && now != root && [root, now] }.sort_by { |r, _| -r.length }
+      end
+
+      # +path+ under the roots +pairs+ (see #relocation) moved.
+      def relocate(path, pairs) #: (String, Array[[String, String]]) -> String
+        pairs.each do |from, to|
+          return "#{to}#{path.byteslice(from.bytesize, path.bytesize)}" if path.start_with?("#{from}/")
+        end
+        path
+      end
+
       # The ISeq variant the compile cache uses under the compile options in force (what
       # ISeqHandler#options_changed computes), named by +key+ (a CompileCache::Key).
       def iseq_variant(key) #: (untyped) -> String
@@ -82,7 +104,29 @@ module Loadout
           data["iseq"] = [iseq_variant(entries.key), features.reject { |f| f.start_with?(LIB_PREFIX) }.join("\n")]
         end
         data["roots"] = entries.key.roots.to_a # the keys' roots: the CLI's own Gem.path may differ
+        data["tags"] = entries.key.root_tags # how keys name them (a record read elsewhere: #relocation)
         data
+      end
+
+      # Whether +old_raw+ (a stored list) names the files of +data+ (this boot's), but with the app
+      # and its bundle at other roots: a fleet's workers then do not each rewrite the record.
+      def same_elsewhere?(old_raw, data)
+        old = Marshal.load(old_raw) # rubocop:disable Security/MarshalLoad -- written by #record
+        pairs = relocation(old["tags"], data["tags"])
+        return false if pairs.empty? || old.keys.sort != data.keys.sort
+
+        moved = pairs.to_h
+        pattern = /^(?:#{pairs.map { |from, _| Regexp.escape(from) }.join("|")})(?=\/)/
+        data.all? do |name, value|
+          was = old[name]
+          case name
+          when "roots", "tags" then true
+          when "iseq" then was[0] == value[0] && was[1].gsub(pattern) { |root| moved[root] } == value[1]
+          else was.map { |key, path| [key, relocate(path, pairs)] } == value
+          end
+        end
+      rescue StandardError, TypeError
+        false
       end
 
       # [variant, paths]: the Ruby files of the stored features, without loadout's own and the

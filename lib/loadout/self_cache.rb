@@ -6,16 +6,31 @@ module Loadout
   # 35M instructions, 4% of a warm 470-file boot). Their compiled entries live in one small file
   # beside the store ("<store>.self-<variant>"), read whole at setup; a tiny load_iseq hook serves
   # them through the compile cache's own freshness rule (Native.cc_judge, see
-  # CompileCache::Freshness: exact path, one stat, racy rule, payload digest; no stat record,
-  # no revalidation) until setup is over, then steps aside.
+  # CompileCache::Freshness: one stat, racy rule, payload digest; when the stat does not vouch,
+  # the file's digest) until setup is over, then steps aside.
+  #
+  # Relocatable, as a fleet needs it: entries are keyed by their path under loadout's lib dir, and
+  # the file's name does not depend on where that dir is. A bundle restored at another path, a
+  # Docker COPY or a chown (new inodes, ctimes) is served after one digest of each file; at
+  # another path the binaries' paths are rewritten in C (Native.ibf_relocate: no Ruby of
+  # loadout's is needed for it, so nothing is compiled).
   #
   # The file is written at exit (CompileCache.__at_finish, then .write) when it is missing or one of
-  # loadout's files was not served from it (a new loadout, an edited file). This file itself is
-  # the one Ruby always compiles, so it stays small. Any failure: Ruby compiles, nothing else.
+  # loadout's files was not served from it by its stat (a new loadout, an edited file, a moved or
+  # restored lib dir): files served by digest are written again from what was served, with their
+  # new stat, without compiling them. This file itself is the one Ruby always compiles, so it
+  # stays small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
-    MAGIC = "LOself1\n"
+    MAGIC = "LOself2\n"
     LIB = File.expand_path("..", __dir__)
     LIB_PREFIX = "#{LIB}/"
+    # CompileCache::Entry's layout, read here before any of loadout's other Ruby is loaded: the
+    # flags byte, the path and realpath lengths, where the path starts; and a stat record's fields.
+    FLAGS_AT = 5
+    PINNED_PATH = 16 # Entry::PINNED_PATH
+    PATHS_AT = 76
+    HEAD = 80
+    STAT_LAYOUT = "a4Cx3q<q<q<q<Q<Q<Q<" # Entry::STAT_LAYOUT
 
     # Passes load_iseq on unless the self cache has the file.
     module Hook
@@ -26,11 +41,13 @@ module Loadout
 
     @table = nil
     @served = 0
+    @revalidated = 0
     @hooked = false
 
     class << self
-      # How many of loadout's files this process got from the self cache.
-      attr_reader :served
+      # How many of loadout's files this process got from the self cache, and how many of those
+      # were revalidated by digest (a moved, restored or chowned lib dir; a new stat).
+      attr_reader :served, :revalidated
 
       # Runs the block (loadout's setup for +config+) with loadout's files served from the
       # self cache; afterwards asks the compile cache's writer to refresh the file if needed.
@@ -41,19 +58,30 @@ module Loadout
         stop(config)
       end
 
-      # The one-call check of a cache hit, for one of loadout's own files.
+      # The one-call check of a cache hit, for one of loadout's own files: fresh by its stat, or
+      # revalidated by its digest and pointed at where the file is now.
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
         table = @table or return nil
-        unless (entry = table[path])
-          @stale = true if path.start_with?(LIB_PREFIX)
+        return nil unless path.start_with?(LIB_PREFIX)
+
+        unless (entry = table[path.byteslice(LIB_PREFIX.bytesize, path.bytesize - LIB_PREFIX.bytesize)])
+          @stale = true
           return nil
         end
         blob = entry.dup # the judge cuts its argument down to the payload; the table keeps the entry
         # (The entry's own version is accepted: the file's name carries loadout's version.)
-        # Freshness's verdicts, as literals: 5 FRESH (blob is now the binary), 3 NEGATIVE and
-        # 4 WARNS (Ruby compiles this one: not a reason to rewrite the file).
-        verdict = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, false, nil)
-        iseq = verdict == 5 ? RubyVM::InstructionSequence.load_from_binary(blob) : nil
+        # Freshness's verdicts, as literals (the low four bits): 5 FRESH, 6 FRESH_BY_RECORD and
+        # 7 REVALIDATED serve; bit 16 MOVED (made at another path: blob is left whole, the binary
+        # is relocated), else blob is now the binary; 3 NEGATIVE and 4 WARNS: Ruby compiles this
+        # one, not a reason to rewrite the file. An empty record: no stat record, the digest decides.
+        record = String.new(capacity: 64)
+        verdict = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, true, record)
+        kind = verdict & 15
+        iseq = if kind == 5 && verdict & 16 == 0
+                 RubyVM::InstructionSequence.load_from_binary(blob)
+               elsif kind >= 5 && kind <= 7
+                 served_by_digest(path, entry, verdict & 16 == 0 ? blob : nil, verdict & 32 == 0 ? nil : record)
+               end
         if iseq
           @served += 1
         elsif verdict != 3 && verdict != 4
@@ -66,28 +94,36 @@ module Loadout
       end
 
       # Writes the self cache file +name+ in +dir+ (the cache dir, held open: Trust::DirHandle) for
-      # loadout's +files+ compiled with +options+: ISeqBuild's entries, negative ones included, so a
-      # file Ruby must compile is known as such, not as missing. Atomically: a reader sees the old
-      # file or the new one; a failed write leaves no temp file; created exclusively, with the
-      # cache's modes. Unreadable files are left out.
-      #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped]) -> void
-      def write(dir, name, files, options)
+      # loadout's +files+ compiled with +options+ (atomically: a reader sees the old file or the
+      # new one; a failed write leaves no temp file; created exclusively, with the cache's modes).
+      # +known+: entries already made for some of them (files served by digest), used instead of
+      # compiling. Entries are ISeqBuild's, negative ones included, so a file Ruby must compile is
+      # known as such, not as missing. Unreadable files are left out.
+      #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped], ?Hash[String, String]) -> void
+      def write(dir, name, files, options, known = {})
         # compile_file reads in the default external encoding: one that is not ASCII-compatible
         # (an app may set it) cannot read source; a later boot writes the self cache.
         return unless Encoding.default_external.ascii_compatible?
 
-        entries = files.filter_map { |file| (entry = CompileCache::ISeqBuild.entry(file, options)) && [file, entry] }
+        entries = files.filter_map do |file|
+          next unless file.start_with?(LIB_PREFIX)
+
+          entry = known[file] || CompileCache::ISeqBuild.entry(file, options)
+          entry && [file.byteslice(LIB_PREFIX.bytesize, file.bytesize - LIB_PREFIX.bytesize), entry]
+        end
         dir.write_atomically(name, dump(entries))
       rescue SystemCallError, IOError
         nil # the next boot compiles loadout's files itself and asks again
       end
 
+      # The bytes of a self cache file for +entries+ ([[path under the lib dir, entry], ...]).
       def dump(entries) #: (Array[[String, String]]) -> String
-        body = entries.map { |path, e| [path.bytesize, e.bytesize].pack("L<L<") + path.b + e.b }.join.b
+        body = entries.map { |rel, e| [rel.bytesize, e.bytesize].pack("L<L<") + rel.b + e.b }.join.b
         MAGIC.b + [Native.store_crc32c(body, 0), entries.size].pack("L<L<") + body
       end
 
-      # { path => entry } from the bytes of a self cache file; nil when they are not intact.
+      # { path under the lib dir => entry } from the bytes of a self cache file; nil when they are
+      # not intact.
       def parse(data) #: (String) -> Hash[String, String]?
         return nil unless data.start_with?(MAGIC) && data.bytesize >= 16
 
@@ -109,16 +145,64 @@ module Loadout
       end
 
       # Where the self cache for +store_path+ lives: one file per Ruby, loadout version and set of
-      # compile options, so different Rubies keep theirs side by side.
+      # compile options, so different Rubies keep theirs side by side. Not per lib dir: a bundle
+      # restored at another path uses the same file (see .fetch).
       def path_for(store_path) #: (String) -> String
-        parts = [VERSION, RUBY_ENGINE, RUBY_VERSION, RUBY_REVISION, RUBY_PLATFORM, LIB,
+        parts = [VERSION, RUBY_ENGINE, RUBY_VERSION, RUBY_REVISION, RUBY_PLATFORM,
                  RubyVM::InstructionSequence.compile_option.sort_by { |k, _| k.to_s }.inspect]
         format("%s.self-%016x", store_path, Native.xxh64(parts.join("\0"), 0))
       end
 
       private
 
-      # Entries that say "Ruby compiles this one" (here, or under -w): not a reason to rewrite.
+      # The ISeq of an entry that was fresh by digest (or compiled at another path): its binary,
+      # with the paths it was compiled at replaced by this file's, remembered for the rewrite at
+      # exit. nil when it cannot be moved (a source that spells out its own path, or a path that
+      # was its own realpath and now is reached through a link): Ruby compiles it.
+      def served_by_digest(path, entry, payload, record)
+        binary = payload || relocate(entry, path)
+        return nil unless binary
+
+        iseq = RubyVM::InstructionSequence.load_from_binary(binary)
+        @revalidated += 1
+        @stale = true
+        @refreshed[path] = [entry, binary, record] if record
+        iseq
+      end
+
+      def relocate(blob, path)
+        path_len, real_len = blob.unpack("S<S<", offset: PATHS_AT)
+        old_path = blob.byteslice(HEAD, path_len)
+        old_real = blob.byteslice(HEAD + path_len, real_len)
+        at = HEAD + path_len + real_len
+        payload = blob.byteslice(at, blob.bytesize - at)
+        real = File.realpath(path)
+        return payload if old_path == path && old_real == real
+        return nil if (blob.getbyte(FLAGS_AT) & PINNED_PATH) != 0
+        return nil if old_path == old_real && path != real # one String object in the binary
+
+        pairs = [[old_path, path]]
+        pairs << [old_real, real] unless old_real == old_path
+        binary = Native.ibf_relocate(payload, pairs)
+        binary.equal?(payload) ? payload : binary
+      rescue SystemCallError
+        nil
+      end
+
+      # The entries to write for the files served by digest: their relocated binary with the
+      # stat and digest the revalidation took (before it read the file), at their path now.
+      def refreshed_entries(refreshed)
+        entry = CompileCache::Entry
+        refreshed.to_h do |path, (blob, binary, record)|
+          _, _, size, mtime, ctime, verified, ino, dev, digest = record.unpack(STAT_LAYOUT)
+          flags = entry.flags_of(blob)
+          [path, entry.dump(flags, [size, mtime, ctime, ino, dev], verified, digest, binary, path: path,
+                                                                                                realpath: File.realpath(path))]
+        end
+      rescue StandardError
+        {}
+      end
+
       def start(config)
         @table = nil
         return unless BACKEND == :native && config.compile_cache.include?(:iseq)
@@ -150,11 +234,13 @@ module Loadout
         end
         @table = (data && parse(data)) || {}
         @stale = @table.empty?
+        @refreshed = {}
         @loaded_before = $LOADED_FEATURES.size
-        return if @hooked
-
-        RubyVM::InstructionSequence.singleton_class.prepend(Hook)
-        @hooked = true
+        unless @hooked
+          RubyVM::InstructionSequence.singleton_class.prepend(Hook)
+          @hooked = true
+        end
+        Trust.remember_walk(key, report || false)
       rescue StandardError, ScriptError
         @table = nil
       end
@@ -189,7 +275,8 @@ module Loadout
 
         name = @name
         options = RubyVM::InstructionSequence.compile_option
-        CompileCache.__at_finish { write(dir, name, files, options) }
+        refreshed = @refreshed
+        CompileCache.__at_finish { write(dir, name, files, options, refreshed_entries(refreshed)) }
       rescue StandardError, ScriptError
         nil
       end

@@ -131,6 +131,60 @@ class AppCLITest < Minitest::Test
     end
   end
 
+  test "a warm boot writes nothing, LOADOUT_STATS or not, and its last-boot record says whether it wrote" do
+    with_generated_app do |app|
+      File.open(File.join(app, "app.rb"), "a") { |f| f.puts 'require_relative "lib/shop/unused" if ENV["EXTRA"]' }
+      # (Past the racy window after the copy: see the stats test above.)
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
+      boot!(app, env: { "EXTRA" => "1" }) # every file the next boots load is cached, this one's files recorded
+      store = File.join(cache_dir(app), "store")
+      # A warm boot that loads fewer files than the recorded boot, watched with LOADOUT_STATS: it
+      # hits everything. It used to rewrite the record of loaded files (and the load path's), 1.7 MB
+      # on a 333-gem app, while its last-boot record said "wrote nothing".
+      before = File.binread(store)
+      warm = boot!(app, env: { "LOADOUT_STATS" => "1" })
+      assert_match(/^  iseq: +hits=\d+ misses=0 stale=0 revalidated=0 /, warm.stderr)
+      assert_equal before.bytesize, File.size(store), "a warm boot appended to the store:\n#{warm.stderr}"
+      assert_equal before, File.binread(store)
+      assert_match(/^last boot:  .*; wrote nothing/, loadout(app, "stats", status: 0).stdout)
+
+      # A boot that does write says so.
+      File.write(File.join(app, "lib/shop/pricing.rb"), "#{File.read(File.join(app, "lib/shop/pricing.rb"))}# edited\n")
+      boot!(app, env: { "LOADOUT_STATS" => "1" })
+      assert_operator File.size(store), :>, before.bytesize
+      assert_match(/^last boot:  .*; wrote to the cache/, loadout(app, "stats", status: 0).stdout)
+    end
+  end
+
+  test "precompile makes the cache dir as a boot does: 0700 (0750 shared), whatever the umask" do
+    with_generated_app do |app|
+      FileUtils.rm_rf(File.join(app, "tmp"))
+      FileUtils.mkdir(File.join(app, "tmp"), mode: 0o755)
+      loadout(app, "precompile", "--no-iseq", "--no-yaml", status: 0)
+      assert_equal 0o700, File.stat(File.join(app, "tmp/cache")).mode & 0o777
+      assert_equal 0o700, File.stat(cache_dir(app)).mode & 0o777
+      FileUtils.rm_rf(File.join(app, "tmp/cache"))
+      loadout(app, "precompile", "--no-iseq", "--no-yaml", status: 0, env: { "LOADOUT_TRUST_SHARED_CACHE" => "1" })
+      assert_equal 0o750, File.stat(cache_dir(app)).mode & 0o777
+      # A boot into the same kind of fresh dir: the same modes.
+      FileUtils.rm_rf(File.join(app, "tmp/cache"))
+      boot!(app)
+      assert_equal 0o700, File.stat(cache_dir(app)).mode & 0o777
+    end
+  end
+
+  test "stats shows durations as LOADOUT_STATS names them: load_ms=, in milliseconds" do
+    with_generated_app do |app|
+      boot!(app)
+      boot!(app)
+      run = loadout(app, "stats", status: 0)
+      line = run.stdout[/^  iseq +hits=.*$/] or flunk(run.stdout)
+      assert_match(/ load_ms=\d+\.\d /, line)
+      assert_match(/ compile_ms=\d+\.\d /, line)
+      refute_match(/_ns=/, run.stdout)
+    end
+  end
+
   test "clean --kind with an unknown kind is a usage error naming the kinds" do
     with_generated_app do |app|
       boot!(app)

@@ -301,13 +301,45 @@ class CLITest < Minitest::Test
     end
   end
 
-  test "precompile --gemfile covers the bundle's gem dirs (lib, and app/ for engines)" do
-    with_app do |app|
-      bundle = Loadout::CLI::AppBundle::Result.new(gem_path: Gem.path, load_path: $LOAD_PATH.map(&:to_s))
-      roots = Loadout::CLI::FileSelection.new(app, bundle, []).gem_roots
-      minitest = Gem.loaded_specs.fetch("minitest").full_require_paths.first
-      assert_includes roots, minitest
-      refute(roots.any? { |r| r.start_with?(File.expand_path("../../lib", __dir__)) }, "loadout's own -I lib is not a gem dir")
+  test "precompile --gemfile covers the rest of the bundle's $LOAD_PATH (gems, Ruby's own) and gems' data dirs" do
+    with_app([["lib/app.rb", ""], ["gems/engine/engine.gemspec", ""], ["gems/engine/lib/engine.rb", ""],
+              ["gems/engine/config/locales/en.yml", "en: {}"], ["gems/engine/app/models/x.rb", ""]]) do |app|
+      home = File.join(app, "vendor/bundle/ruby/3.1.0")
+      i18n = File.join(home, "gems/rails-i18n-7.0.0")
+      FileUtils.mkdir_p(["#{i18n}/lib", "#{i18n}/rails/locale", "#{i18n}/spec"])
+      outside = File.join(File.dirname(app), "outside/lib")
+      FileUtils.mkdir_p(outside)
+      load_path = ["#{app}/lib", "#{app}/gems/engine/lib", "#{i18n}/lib", outside, RbConfig::CONFIG["rubylibdir"]]
+      bundle = Loadout::CLI::AppBundle::Result.new(gem_path: [home, *Gem.path], load_path: load_path)
+      roots = Loadout::CLI::FileSelection.new(app, bundle, []).bundle_roots
+      # The vendored gem and its locale dir; a dir outside the app (a path gem elsewhere); Ruby's
+      # standard library. Not the app's own dirs (the app root's walk has them), nor a gem's spec/.
+      assert_equal ["#{i18n}/lib", outside, RbConfig::CONFIG["rubylibdir"], "#{i18n}/rails"], roots
+      # A path gem inside the app is the app's: its app/ and config/ are walked with the app.
+    end
+  end
+
+  test "precompile -- COMMAND: a boot that fails or does not set loadout up is exit 1 with why; the walk is done anyway" do
+    lib = File.expand_path("../../lib", __dir__)
+    with_app([["lib/a.rb", "A = 1"]]) do |app|
+      run = cli("precompile", "--", RbConfig.ruby, "-e", "exit 0", app: app)
+      assert_equal 1, run.status, run.out + run.err
+      assert_includes run.err, "failed: `#{RbConfig.ruby} -e exit 0` did not set loadout up with this cache"
+      assert_includes run.out, "did not set loadout up; 1 files (iseq 1)" if ISEQ
+      assert File.file?(store_path(app)), "the walk ran"
+
+      run = cli("precompile", "--", RbConfig.ruby, "-I", lib, "-e", 'require "loadout/setup"; warn "booted"; exit 3',
+                app: app)
+      assert_equal 1, run.status, run.out + run.err
+      assert_includes run.err, "booted\n", "the boot's output goes to stderr"
+      assert_includes run.err, "exited with status 3 (its output is above); the cache holds what it loaded before it failed"
+
+      run = cli("precompile", "--", RbConfig.ruby, "-I", lib, "-e", 'require "loadout/setup"', app: app)
+      assert_equal 0, run.status, run.out + run.err
+      assert_match(/\Aloadout precompile: boot `.*require "loadout\/setup"` \(\d+\.\d s\): /, run.out)
+
+      assert_usage_error(cli("precompile", "--", app: app), "precompile: no command after --")
+      assert_includes cli("precompile", app: app).err, "no boot was run; for a fully warm next boot give the app's boot after --"
     end
   end
 

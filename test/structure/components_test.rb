@@ -19,8 +19,8 @@ class ComponentsTest < Minitest::Test
     "env" => %w[loadout app_root config error native],
     "rake_tasks" => %w[rake error],
     "rake" => %w[cli error version],
-    "cli" => %w[loadout env boot compile_cache load_path store config eviction last_boot loaded_files scan trust
-                gc_settings app_root error native version],
+    "cli" => %w[loadout env boot compile_cache load_path store config eviction last_boot loaded_files self_cache scan
+                trust gc_settings app_root error native version],
     "boot" => %w[compile_cache load_path store config eviction last_boot loaded_files stats trust error
                  instrumentation native],
     "self_cache" => %w[compile_cache trust native error version],

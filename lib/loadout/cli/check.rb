@@ -58,12 +58,45 @@ module Loadout
         all_hit = true
         ctx.with_store do |store|
           out.puts "store:      #{ctx.store_path} (#{store.size} entries)"
+          @moved = Moved.new(LoadedFiles.load(store), ctx.config.root)
+          out.puts "  #{@moved.note}" if @moved.note
           all_hit &= check_load_path(store, ctx)
-          files = CheckFiles.new(out, store, ctx, @before)
+          files = CheckFiles.new(out, store, ctx, @before, @moved)
           all_hit &= files.run(dirs, opts)
           @unknown ||= files.unknown
         end
         verdict(all_hit)
+      end
+
+      # The records a boot left (what it loaded, its $LOAD_PATH) name paths where that boot ran. A
+      # cache built with the app at one path and checked with it at another (a build stage, a CI
+      # job's workspace) is checked for the files here: each recorded root is mapped to the root
+      # with the same tag here (CompileCache::Key's tags: "~" for the app, a gem home's name).
+      class Moved # :nodoc:
+        attr_reader :pairs, :roots, :note
+
+        # +loaded+: LoadedFiles.load's record (nil: none); +root+: the app root here.
+        def initialize(loaded, root)
+          @pairs = []
+          @roots = nil
+          @note = nil
+          recorded = loaded && loaded["roots"]
+          return if recorded.nil? || recorded.first == root
+
+          bundle = AppBundle.call(root)
+          @roots = Config.roots_for(root, bundle.gem_path)
+          require_relative "../compile_cache/key"
+          @pairs = LoadedFiles.relocation(loaded["tags"], CompileCache::Key.new(@roots).root_tags)
+          @note = "(recorded with the app at #{recorded.first}: its files are checked here, under #{root})" unless @pairs.empty?
+        end
+
+        def path(path)
+          LoadedFiles.relocate(path, @pairs)
+        end
+
+        def paths(list)
+          @pairs.empty? ? list : list.map { |p| path(p) }
+        end
       end
 
       private
@@ -113,9 +146,10 @@ module Loadout
           return true
         end
 
-        @before = target.before || [] if target.respond_to?(:before)
+        @before = @moved.paths(target.before || []) if target.respond_to?(:before)
         answer = lp.check(store: store, load_path: target.load_path, ignore_directories: ctx.config.ignore_directories,
-                          trust: ctx.config.trust, stable_roots: target.stable_roots, later: target.later)
+                          trust: ctx.config.trust, stable_roots: target.stable_roots, later: @moved.paths(target.later),
+                          root: ctx.config.root)
         status = answer[:status]
         out.puts "load_path:  #{status}#{" (#{answer[:reason]})" if answer[:reason]}"
         out.puts "  $LOAD_PATH: #{target.source}" if target.source

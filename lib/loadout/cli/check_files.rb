@@ -23,11 +23,13 @@ module Loadout
 
       attr_reader :unknown
 
-      # +before+: files the load path's boot record says were loaded before setup.
-      def initialize(out, store, ctx, before)
+      # +before+: files the load path's boot record says were loaded before setup; +moved+: a
+      # Check::Moved (the records' paths as they are here).
+      def initialize(out, store, ctx, before, moved = nil)
         @out = out
         @store = store
         @ctx = ctx
+        @moved = moved
         @before = {}
         (before || []).each { |path| remember_before(path) }
         @unknown = false
@@ -62,14 +64,16 @@ module Loadout
 
       def from_record(loaded)
         meta = loaded["meta"]
-        @roots = loaded["roots"]
-        (meta["before"] || []).each { |path| remember_before(path) }
+        @roots = @moved&.roots || loaded["roots"]
+        move = @moved ? @moved.method(:path) : ->(path) { path }
+        before = (meta["before"] || []).map(&move)
+        before.each { |path| remember_before(path) }
         @out.puts "files:      those a boot loads through the cache, as recorded #{Time.at(meta["at"].to_i)} by pid " \
                   "#{meta["pid"]} (`#{meta["program"]}`)"
         variant, paths = loaded["iseq"]
-        targets = ((meta["before"] || []) + (paths || [])).map { |path| { kind: :iseq, path: path, variant: variant } }
+        targets = (before + (paths || []).map(&move)).map { |path| { kind: :iseq, path: path, variant: variant } }
         %w[yaml json].each do |kind|
-          (loaded[kind] || []).each { |key, path| targets << { kind: kind.to_sym, path: path, key: key } }
+          (loaded[kind] || []).each { |key, path| targets << { kind: kind.to_sym, path: move.call(path), key: key } }
         end
         targets
       end
@@ -81,7 +85,7 @@ module Loadout
         @roots = Config.roots_for(root, bundle.gem_path)
         selection = FileSelection.new(root, bundle, @ctx.config.ignore_directories)
         dirs = dirs.empty? ? [root] : dirs.map { |d| File.expand_path(d) }
-        dirs += selection.gem_roots if opts[:gemfile]
+        dirs += selection.bundle_roots if opts[:gemfile]
         why = opts[:gemfile] || dirs != [root] ? "as asked" : "no boot has recorded what it loads yet"
         where = dirs.size == 1 ? dirs.first : "#{dirs.size} dirs"
         @out.puts "files:      every file `loadout precompile` would compile under #{where} (#{why})"

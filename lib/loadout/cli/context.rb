@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "fileutils"
 require_relative "../trust"
 
 module Loadout
@@ -45,10 +44,11 @@ module Loadout
 
       # Raises Loadout::Error with one message naming the cache dir and the fix when +command+
       # could not write there: checked once, up front, so no worker and no half-done step
-      # prints a raw Errno instead.
+      # prints a raw Errno instead. A missing cache dir is made as a boot makes it (Trust's
+      # modes: 0700, or 0750 with trust_shared_cache, whatever the umask), parents included.
       def writable!(command)
         dir = config.cache_dir
-        FileUtils.mkdir_p(dir)
+        Trust.make_dirs(dir, config.trust_shared_cache)
         target = [store_path, dir].find { |path| File.exist?(path) && !File.writable?(path) }
         return unless target
 

@@ -4,12 +4,13 @@ module Loadout
   class CLI
     # Which files `loadout precompile` compiles and `loadout check` (before any boot recorded
     # what it loads) checks: every Ruby, YAML and JSON file under the app root, and with
-    # --gemfile under the dirs the bundle's gems put on $LOAD_PATH.
+    # --gemfile every other dir of the bundle's $LOAD_PATH (the gems', Ruby's own standard
+    # library, path gems outside the app) and the data dirs of each gem (see DATA_DIRS).
     #
     # The app root's walk leaves out VCS data, caches, logs, front-end dependencies, and the
     # bundle itself when it lives inside the app (vendor/bundle: thousands of gem specs,
     # fixtures and generator templates a boot never loads). Gems are covered by --gemfile, and
-    # then only through their load path dirs.
+    # then only through their load path and data dirs.
     class FileSelection # :nodoc:
       KINDS = {
         iseq: [".rb", ".rake", "Rakefile"],
@@ -17,6 +18,10 @@ module Loadout
         json: [".json"]
       }.freeze
       SKIP_DIRS = %w[.git tmp log node_modules coverage].freeze
+      # A gem's dirs besides its require paths that a boot loads files from: an engine's app/ and
+      # config/ (routes, initializers, locales), and the locale dirs gems hand to I18n
+      # (rails-i18n's rails/locale, devise-i18n's rails/locales, locale/, locales/).
+      DATA_DIRS = %w[app config rails locale locales].freeze
 
       # +bundle+: the app's AppBundle result; +ignore+: Config#ignore_directories.
       def initialize(root, bundle, ignore)
@@ -40,16 +45,20 @@ module Loadout
         dirs.reject { |d| d == @root }.uniq
       end
 
-      # The dirs of the bundle's gems: each $LOAD_PATH entry inside a gem home, and an engine's
-      # app/ beside its lib/.
-      def gem_roots #: () -> Array[String]
+      # The dirs --gemfile walks: every $LOAD_PATH entry of the app's bundle that is a directory,
+      # except the app's own (under the app root and outside any gem home: the app root's walk
+      # covers them), and each gem's DATA_DIRS beside its lib.
+      def bundle_roots #: () -> Array[String]
         homes = @bundle.gem_path.map { |g| File.expand_path(g) }
-        @bundle.load_path.map { |lp| File.expand_path(lp) }.select do |lp|
-          homes.any? { |home| lp.start_with?("#{home}/") } && File.directory?(lp)
-        end.flat_map do |lp|
-          app = File.join(File.dirname(lp), "app")
-          lp.end_with?("/lib") && File.directory?(app) ? [lp, app] : [lp]
-        end.uniq
+        prefix = "#{@root}/"
+        entries = @bundle.load_path.map { |lp| File.expand_path(lp) }.select do |lp|
+          in_home = homes.any? { |home| lp.start_with?("#{home}/") }
+          (in_home || !(lp == @root || lp.start_with?(prefix))) && File.directory?(lp)
+        end
+        data = entries.filter_map { |lp| gem_dir(lp, homes) }.uniq.flat_map do |dir|
+          DATA_DIRS.map { |name| File.join(dir, name) }.select { |d| File.directory?(d) }
+        end
+        (entries + data).uniq
       end
 
       # [[kind, abspath]] for every file under +dirs+ of +kinds+, minus paths matching +excludes+.
@@ -69,6 +78,22 @@ module Loadout
           end
         end
         seen.map { |path, kind| [kind, path] }.select { |kind, _| kinds.include?(kind) }
+      end
+
+      private
+
+      # The gem dir holding the $LOAD_PATH entry +lp+: "<home>/gems/<name>" or
+      # "<home>/bundler/gems/<name>" for an installed gem, the parent of a lib dir beside a
+      # gemspec for a path gem; nil otherwise (Ruby's own dirs).
+      def gem_dir(lp, homes)
+        homes.each do |home|
+          %w[gems bundler/gems].each do |sub|
+            base = "#{home}/#{sub}/"
+            return "#{base}#{lp.delete_prefix(base).split("/").first}" if lp.start_with?(base)
+          end
+        end
+        parent = File.dirname(lp)
+        File.basename(lp) == "lib" && !Dir.glob("*.gemspec", base: parent).empty? ? parent : nil
       end
     end
   end

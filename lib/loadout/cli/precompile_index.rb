@@ -27,7 +27,7 @@ module Loadout
           # The last call also lists the dirs a boot adds later (it knows the app's stable roots).
           built = targets.each_with_index.map do |t, i|
             lp.precompile(store: store, load_path: t.load_path, stable_roots: t.stable_roots,
-                          extra: i == targets.size - 1 ? extra : [], **opts)
+                          extra: i == targets.size - 1 ? extra : [], root: ctx.config.root, **opts)
           end
           store.flush
           sizes = targets.map { |t| t.load_path.size }.join(" + ")

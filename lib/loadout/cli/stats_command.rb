@@ -74,7 +74,7 @@ module Loadout
         out.puts "last boot:  #{time(record["at"])} pid #{record["pid"]} `#{record["program"]}` " \
                  "(#{record["backend"]}, Ruby #{record["ruby"]})#{setup}; #{wrote}"
         rows(record).each do |label, row|
-          out.puts format("  %-13s %s%s", label, row.map { |k, v| "#{k}=#{value(k, v)}" }.join(" "), hit_rate(row))
+          out.puts format("  %-13s %s%s", label, row.map { |k, v| field(k, v) }.join(" "), hit_rate(row))
         end
       end
 
@@ -102,10 +102,12 @@ module Loadout
         table.to_a
       end
 
-      def value(name, v)
-        return format("%.1fms", v / 1_000_000.0) if name.end_with?("_ns") && v.is_a?(Integer)
+      # "load_ms=2767.7": durations are recorded in nanoseconds and shown in milliseconds, under
+      # the name LOADOUT_STATS gives them.
+      def field(name, v)
+        return format("%s_ms=%.1f", name.delete_suffix("_ns"), v / 1_000_000.0) if name.end_with?("_ns") && v.is_a?(Integer)
 
-        v
+        "#{name}=#{v}"
       end
 
       # "  (hit rate 40.8%: 19 of 45 lookups; 26 fell back to Ruby)"

@@ -12,6 +12,7 @@ module Loadout
     #   cc/<i|y|j>/<variant>/<path>     compile cache entry  -> kind iseq|yaml|json, that variant
     #   cc/s/<i|y|j>/<variant>/<path>   its stat record      -> same kind and variant
     #   lp/ent/<dir>, lp/boot          load path listing, boot record -> kind load_path, variant ent or nil
+    #   lp/gem/<dir>, lp/app/<dir>     a listing's relocatable copy   -> kind load_path, variant gem or app
     #   st/<name>                       boot records         -> kind stats
     #
     # A cache dir loadout may not write is one message naming it and the fix, exit 1.

@@ -33,6 +33,13 @@ module Loadout
           when Float then return b.is_a?(Float) && [a].pack("G") == [b].pack("G")
           end
           return false unless a.class.equal?(b.class) && a.frozen? == b.frozen?
+          # A plain frozen String is compared by value: Psych's freeze: true deduplicates every
+          # String with String#-@ (which equal ones end up as one object depends on the GC), and
+          # Marshal's freeze: true does not keep the links it wrote for them, so no program can
+          # rely on their sharing; an I18n locale (Rails' own en.yml) was never cached for it.
+          if a.instance_of?(String) && a.frozen? && a.instance_variables.empty? && b.instance_variables.empty?
+            return a.encoding == b.encoding && a.bytesize == b.bytesize && a == b
+          end
 
           seen = @forward[a]
           return seen.equal?(b) && @backward[b].equal?(a) if seen

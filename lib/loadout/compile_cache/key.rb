@@ -52,6 +52,12 @@ module Loadout
         @binary = Encoding::BINARY # (hot path: see CompileCache)
       end
 
+      # { root => tag }: how keys name each root (LoadedFiles records it, so a record made with
+      # the app at one path can be read with it at another).
+      def root_tags #: () -> Hash[String, String]
+        @tags.dup.freeze
+      end
+
       # The variant digest (16 hex digits) for a handler kind and its option string.
       def variant(kind, options) #: (Symbol, String) -> String
         @variants[[kind, options]] ||= begin

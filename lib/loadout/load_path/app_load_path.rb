@@ -14,9 +14,10 @@ module Loadout
       # them): the record's (main script, boot file, what Bundler loaded), and with the probe
       # also what `ruby -rbundler/setup` loaded.
       Target = Struct.new(:load_path, :stable_roots, :later, :before, :source, :error, keyword_init: true)
-      # Dirs an app commonly puts on $LOAD_PATH after boot (Rails' lib and app/* autoload paths
-      # before 7.1, test runners' test/ and spec/): precompile stores their listings too.
-      CONVENTIONAL = %w[lib test spec].freeze
+      # Dirs an app commonly puts on $LOAD_PATH after boot (Rails' lib and vendor, its app/*
+      # autoload paths before 7.1, test runners' test/ and spec/): precompile stores their
+      # listings too.
+      CONVENTIONAL = %w[lib vendor test spec].freeze
       APP_SKIP = %w[assets javascript views].freeze
 
       class << self

@@ -2,7 +2,9 @@
 
 module Loadout
   module LoadPath
-    # The stored form of one directory's listing, under "lp/ent/<expanded item>":
+    # The stored form of one directory's listing, under "lp/ent/<expanded item>" (and a copy under
+    # "lp/gem/<path under its gem home>" or "lp/app/<path relative to the app root>" that a copy
+    # of the bundle or the app elsewhere can start from: see Lister):
     #
     #   "LPL" version(1) | ignore bytes u32 | base bytes u32 | files bytes u32 | dirs bytes u32 |
     #   dir count u32
@@ -28,6 +30,24 @@ module Loadout
         # The key of the listing for a $LOAD_PATH item expanded to +expanded+.
         def key(expanded)
           "#{PREFIX}#{expanded}".b
+        end
+
+        # The key of the relocatable copy of a listing: +kind+ "gem" (+rel+ under a gem home) or
+        # "app" (+rel+ under the app root).
+        def moved_key(kind, rel)
+          "lp/#{kind}/#{rel}".b
+        end
+
+        # The stored bytes of +decoded+ (a listing made elsewhere) with +base+ as its realpath.
+        def rebase(decoded, base, ignore)
+          tag = stamp(ignore)
+          [MAGIC, [tag.bytesize, base.bytesize, decoded.files.bytesize, decoded.dirs.bytesize,
+                   decoded.dirs.count("\0")].pack("L<5"), tag, base, decoded.files, decoded.dirs, decoded.mtimes].join.b
+        end
+
+        # "a\0b\0" for ["a", "b"]: a files or dirs block as stored.
+        def join(list)
+          list.empty? ? +"" : "#{list.join("\0")}\0"
         end
 
         # +files+ and +dirs+: Arrays of relative names; +mtimes+: Integers (ns), parallel to dirs.
@@ -66,10 +86,6 @@ module Loadout
         end
 
         private
-
-        def join(list)
-          list.empty? ? +"" : "#{list.join("\0")}\0"
-        end
 
         # Decoded once per boot for each of hundreds of entries, always with the same list.
         def stamp(ignore)

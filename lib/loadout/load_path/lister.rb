@@ -5,18 +5,29 @@ module Loadout
     # Makes the Entry for a $LOAD_PATH item and fills its listing: from the store when the stored
     # one can be trusted (stable entries) or is still fresh (app dirs: every directory's mtime
     # unchanged), else by scanning the directory, which is then stored for the next process.
+    #
+    # Relocation (a cache built with the app and its bundle at one path and used at another: a
+    # Docker build stage, a CI cache restored into a fresh clone): a listing is also stored under
+    # a name that does not depend on where it is (Codec.moved_key): a gem dir's under its gem
+    # home ("gems/rack-3.0.8/lib", Roots#gem_relative), an app dir's relative to the app root.
+    # Where the dir has no listing of its own, that one stands in: a gem dir is used as stored,
+    # at its new place (the same gem version holds the same files); an app dir is listed again
+    # (its mtimes are a fresh clone's) and counted as revalidated when it holds the same files.
     class Lister # :nodoc:
-      attr_reader :restored, :scanned
+      attr_reader :restored, :scanned, :revalidated
 
-      # +writable+: whether scans are stored (a read-only store or no store: never).
-      def initialize(store:, roots:, ignore:, trust:)
+      # +writable+: whether scans are stored (a read-only store or no store: never). +app_root+:
+      # the app root, for the relocatable copies of listings (nil: none).
+      def initialize(store:, roots:, ignore:, trust:, app_root: nil)
         @store = store
         @roots = roots
         @ignore = ignore
         @ignore_paths = ignore.select { |i| i.start_with?("/") }.freeze
         @trust = trust
+        @app_root = app_root && app_root != "/" ? app_root.chomp("/").b.freeze : nil
         @restored = 0
         @scanned = 0
+        @revalidated = 0
         @warned = false
       end
 
@@ -43,6 +54,10 @@ module Loadout
         if decoded && base_holds?(entry, decoded.base)
           entry.adopt(decoded)
           return @restored += 1 if trusted?(entry) || entry.fresh?
+        elsif !decoded && (moved = moved_listing(entry))
+          return @restored += 1 if adopt_moved(entry, moved)
+
+          return scan(entry, moved)
         end
         entry.base ||= realpath(entry.source).freeze
         scan(entry)
@@ -52,9 +67,19 @@ module Loadout
       end
 
       # Whether the listing stored for +entry+ would be used as is (for `loadout check`); fills
-      # what it found (a stale listing included) into +entry+.
+      # what it found (a stale listing included) into +entry+. A listing moved from another place
+      # counts when it is used as stored (a stable dir) or when listing the dir again finds the
+      # same files (an app dir: what a boot does, see the class comment).
       def usable?(entry)
-        decoded = stored(entry) or return false
+        decoded = stored(entry)
+        if !decoded && (moved = moved_listing(entry))
+          return true if adopt_moved(entry, moved)
+
+          require_relative "../scan" unless defined?(Loadout::Scan) && !Loadout.autoload?(:Scan)
+          files, = entry.scan(@ignore)
+          return files && Codec.join(files) == moved.files
+        end
+        return false unless decoded
         return false unless base_holds?(entry, decoded.base)
 
         entry.adopt(decoded)
@@ -84,6 +109,48 @@ module Loadout
         Codec.decode(raw, @ignore)
       end
 
+      # The path of +expanded+ relative to the app root ("" for the root), or nil.
+      def app_relative(expanded)
+        root = @app_root or return nil
+        return "" if expanded == root
+
+        expanded.start_with?("#{root}/") ? expanded.byteslice(root.bytesize + 1, expanded.bytesize) : nil
+      end
+
+      # The name of +entry+'s listing that does not depend on where it is (see the class
+      # comment), or nil.
+      def moved_key(entry)
+        if entry.stable? && (rel = @roots.gem_relative(entry.expanded))
+          Codec.moved_key("gem", rel)
+        elsif (rel = app_relative(entry.expanded))
+          Codec.moved_key("app", rel)
+        end
+      end
+
+      # The listing stored under +entry+'s moved key, made elsewhere (the Decoded, with the
+      # entry's realpath filled in), or nil.
+      def moved_listing(entry)
+        return nil unless @store && (key = moved_key(entry))
+
+        raw = @store.get(key) or return nil
+        decoded = Codec.decode(raw, @ignore) or return nil
+        entry.base ||= realpath(entry.source).freeze
+        return nil if decoded.base == entry.base # listed here: the dir's own key is the one to use
+
+        decoded
+      end
+
+      # A stable dir's moved listing is used as stored, at the entry's base: the same gem version
+      # holds the same files wherever it is installed. Returns true when adopted.
+      def adopt_moved(entry, moved)
+        return false unless entry.stable? && trusted?(entry)
+
+        base = entry.base
+        entry.adopt(Codec::Decoded.new(base, moved.files, moved.dirs, moved.mtimes))
+        @store.put(Codec.key(entry.expanded), Codec.rebase(moved, base, @ignore)) if writable?
+        true
+      end
+
       def trusted?(entry)
         entry.stable? ? @trust != :none : @trust == :all
       end
@@ -97,21 +164,32 @@ module Loadout
         (entry.base ||= realpath(entry.source).freeze) == base
       end
 
-      def scan(entry)
-        @scanned += 1
+      # Lists +entry+'s tree and stores it (under its moved key too, for a copy of the bundle or
+      # the app elsewhere). With +moved+ (a listing made elsewhere), the same files make it a
+      # revalidation, not a rescan.
+      def scan(entry, moved = nil)
         if Instrumentation.enabled?
-          Instrumentation.emit(:rescan, entry.base, cache: :load_path, reason: :listing)
+          Instrumentation.emit(:rescan, entry.base, cache: :load_path, reason: moved ? :moved : :listing)
         end
-        return entry.opaque! unless entry.base.ascii_only? && entry.base.start_with?("/")
-        return entry.opaque! if @ignore_paths.any? { |p| p == entry.base || p.start_with?("#{entry.base}/") }
+        unless entry.base.ascii_only? && entry.base.start_with?("/") &&
+               @ignore_paths.none? { |p| p == entry.base || p.start_with?("#{entry.base}/") }
+          @scanned += 1
+          return entry.opaque!
+        end
 
         require_relative "../scan" unless defined?(Loadout::Scan) && !Loadout.autoload?(:Scan)
         files, dirs, mtimes = entry.scan(@ignore)
+        same = moved && files && Codec.join(files) == moved.files
+        same ? @revalidated += 1 : @scanned += 1
         return unless files # unreadable parts: the entry turned :opaque
 
         raw = Codec.encode(entry.base, files, dirs, mtimes, @ignore)
         entry.adopt(Codec.decode(raw, @ignore))
-        @store.put(Codec.key(entry.expanded), raw) if writable?
+        return unless writable?
+
+        @store.put(Codec.key(entry.expanded), raw)
+        key = !moved && moved_key(entry)
+        @store.put(key, raw) if key
       end
 
       def writable?

@@ -54,7 +54,28 @@ module Loadout
         base == real || base.start_with?(prefix)
       end
 
+      # "gems/rack-3.0.8/lib" for an entry at +expanded+ under a gem home's gems/, extensions/ or
+      # bundler/gems/ dir: the same gem version, installed in any gem home, holds the same files
+      # (Lister keeps its listing under that name too, for a bundle restored elsewhere). nil for
+      # anything else (Ruby's own dirs stay where they are).
+      def gem_relative(expanded)
+        root = nil
+        @stable_pairs.each do |pair|
+          next unless under?(expanded, pair) && pair[0].end_with?(*GEM_DIRS)
+
+          root = pair[0] if root.nil? || pair[0].length > root.length
+        end
+        return nil unless root
+        return nil if expanded == root
+
+        kind = GEM_DIRS.find { |d| root.end_with?(d) }.delete_prefix("/").tr("/", "-")
+        "#{kind}/#{expanded.byteslice(root.bytesize + 1, expanded.bytesize)}"
+      end
+
       private
+
+      GEM_DIRS = %w[/bundler/gems /gems /extensions].freeze
+      private_constant :GEM_DIRS
 
       def under?(path, (root, prefix))
         path == root || path.start_with?(prefix)

@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/generated_app"
+
+# `loadout check` answers for the boot that follows: after either form of precompile, in the app
+# where it ran and in a copy of it at another path, its verdict and exit status are what the next
+# boot then does (every lookup a hit or a revalidation, nothing compiled; or, when check names a
+# file that will miss, that the boot misses exactly it).
+class CheckVerdictTest < Minitest::Test
+  include Loadout::TestSupport::GeneratedApp
+
+  KINDS = %w[iseq yaml json].freeze
+
+  # { "iseq" => { "hits" => 3, ... }, ... } of the boot's LOADOUT_STATS report.
+  def boot_counts(app)
+    run = boot_generated!(app, env: { "LOADOUT_STATS" => "1", "LOADOUT_LOG" => "1" })
+    counts = KINDS.to_h do |kind|
+      line = run.stderr[/^  #{kind}: +(hits=.*)$/, 1] or flunk(run.stderr)
+      [kind, line.scan(/(\w+)=(\d+)\b/).to_h { |k, v| [k, v.to_i] }]
+    end
+    missed = run.stderr.scan(/^loadout: (?:iseq|yaml|json) (?:miss|stale) (\S+)/).flatten
+    [counts, missed]
+  end
+
+  # The verdict a HIT promises: nothing for Ruby or Psych to do.
+  def assert_all_served(counts, label)
+    KINDS.each do |kind|
+      c = counts[kind]
+      assert_equal [0, 0, 0, 0], c.values_at("misses", "stale", "corrupt", "compiles"), "#{label}: #{kind} #{c}"
+    end
+    assert_operator counts["iseq"]["hits"] + counts["iseq"]["revalidated"], :>, 40, label
+  end
+
+  test "after the walk form (precompile --gemfile): check --gemfile says HIT and the next boot misses nothing" do
+    with_generated_app do |app|
+      loadout(app, "precompile", "--gemfile", status: 0)
+      assert_includes loadout(app, "check", "--gemfile", status: 0).stdout, "verdict:    HIT"
+      counts, missed = boot_counts(app)
+      assert_empty missed
+      assert_all_served(counts, "the boot after the walk form")
+    end
+  end
+
+  test "after the boot form: check says HIT for the files the boot loaded; an edited one is a MISS the boot then has" do
+    with_generated_app do |app|
+      run = loadout(app, "precompile", "--", RbConfig.ruby, "app.rb", status: 0)
+      assert_match(/^loadout precompile: boot `.*app\.rb` \(\d+\.\d s\): iseq \d+ /, run.stdout)
+      check = loadout(app, "check", status: 0)
+      assert_match(/^files:      those a boot loads through the cache, as recorded .*\(`app\.rb`\)$/, check.stdout)
+      counts, missed = boot_counts(app)
+      assert_empty missed
+      assert_all_served(counts, "the boot after the boot form")
+
+      edited = File.join(app, "lib/shop/pricing.rb")
+      File.write(edited, "#{File.read(edited)}# edited\n")
+      check = loadout(app, "check", status: 2)
+      assert_includes check.stdout, "  stale: #{edited} (content changed since it was cached)"
+      assert_match(/^iseq: +\d+ files: 1 stale, \d+ hit$/, check.stdout)
+      _, missed = boot_counts(app)
+      assert_equal [edited], missed
+    end
+  end
+
+  test "the cache moved with the app to another path: check says HIT there, the first boot compiles nothing" do
+    with_generated_app do |app|
+      loadout(app, "precompile", "--gemfile", "--", RbConfig.ruby, "app.rb", status: 0)
+      moved = File.join(File.dirname(app), "elsewhere/app")
+      FileUtils.mkdir_p(File.dirname(moved))
+      FileUtils.cp_r(app, moved) # new path, new inodes and times: a fresh checkout with the cache restored
+      check = loadout(moved, "check", status: 0)
+      assert_includes check.stdout, "(recorded with the app at #{app}: its files are checked here, under #{moved})"
+      checked = check.stdout.lines.grep(/^(iseq|yaml|json|  loaded before setup|  (stale|missing):)/).join
+      assert_includes checked, "#{moved}/app.rb"
+      refute_includes checked, "#{app}/", "nothing checked at the old path"
+      recorded_by = check.stdout[/^files: .* recorded .* by pid (\d+)/, 1] or flunk(check.stdout)
+      FileUtils.rm_rf(app) # nothing of the old place is used
+      counts, missed = boot_counts(moved)
+      assert_empty missed
+      assert_all_served(counts, "the first boot at the new path")
+      assert_operator counts["iseq"]["revalidated"], :>, 0
+      # It appended stat records, but the record of loaded files names its files already (at the
+      # build's paths): a fleet's workers do not each rewrite it.
+      after = loadout(moved, "check", status: 0).stdout
+      assert_equal recorded_by, after[/^files: .* recorded .* by pid (\d+)/, 1], after
+      assert_match(/^last boot:  .*; wrote to the cache/, loadout(moved, "stats", status: 0).stdout)
+    end
+  end
+end
