@@ -236,11 +236,10 @@ module Loadout
         @stale = @table.empty?
         @refreshed = {}
         @loaded_before = $LOADED_FEATURES.size
-        unless @hooked
-          RubyVM::InstructionSequence.singleton_class.prepend(Hook)
-          @hooked = true
-        end
-        Trust.remember_walk(key, report || false)
+        return if @hooked
+
+        RubyVM::InstructionSequence.singleton_class.prepend(Hook)
+        @hooked = true
       rescue StandardError, ScriptError
         @table = nil
       end

@@ -52,10 +52,12 @@ class SelfCacheRelocationTest < Minitest::Test
   end
 
   # The files of loadout's Ruby compiles on every boot, warm or not: those loaded before the self
-  # cache can serve (Config, AppRoot, SelfCache itself), and those the self cache keeps as Ruby's
-  # to compile (ISeq.build refuses a source that spells out "<main>", the label it rewrites).
-  ALWAYS = %w[loadout/app_root.rb loadout/compile_cache/iseq_binary.rb loadout/compile_cache/iseq_build.rb
-              loadout/config.rb loadout/self_cache.rb].freeze
+  # cache can serve (Config, AppRoot, SelfCache itself, and Trust with its DirHandle: the cache dir
+  # is checked and held open before the self cache file is read from it), and iseq_binary.rb,
+  # which the self cache keeps as Ruby's to compile (it spells out "<main>", the label ISeq.build
+  # rewrites).
+  ALWAYS = %w[loadout/app_root.rb loadout/compile_cache/iseq_binary.rb loadout/config.rb loadout/self_cache.rb
+              loadout/trust.rb loadout/trust/dir_handle.rb].freeze
 
   def copy_lib(to)
     FileUtils.mkdir_p(File.dirname(to))
