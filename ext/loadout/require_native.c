@@ -282,6 +282,127 @@ require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, lon
     return Qnil; /* not reached */
 }
 
+/*
+ * $LOADED_FEATURES as the hook knows it. Ruby's own check (rb_feature_provided) walks every
+ * expanded $LOAD_PATH entry for each loaded feature that could match (load.c
+ * loaded_feature_path): ~9,000 instructions per check behind 300 entries, and a require of a
+ * loaded feature made two of them. Most such requires name a file the index finds first where
+ * Ruby loaded it from, so:
+ * - lf_map: every ".rb" entry of $LOADED_FEATURES (a copy of its bytes) -> its index. When the
+ *   index's first holder of x.rb, base + "/x.rb", is at that index of $LOADED_FEATURES (checked
+ *   byte for byte there, so an edit of the array can only make this say "don't know"), Ruby's
+ *   check for "x.rb" says provided: that is one of the forms it accepts, and a loaded file is not
+ *   being loaded.
+ * - lf_ext: the short names ("c", "b/c", "a/b/c" for "/x/a/b/c.so") of every entry that is not
+ *   ".rb" (extensions, bare names): a feature no such entry can match is not provided as an
+ *   extension, so the second check ("x.so") and, with one thread, the bare one are not needed.
+ * Both follow $LOADED_FEATURES by its growth (Ruby appends in C, unseen); a shorter array, or a
+ * last element other than the one seen, rebuilds them.
+ */
+static st_table *lf_map, *lf_ext;
+static long lf_seen;
+static VALUE lf_last = Qnil;
+static VALUE lo_loaded_features = Qnil;
+
+static int
+lf_free_key(st_data_t key, st_data_t value, st_data_t arg)
+{
+    ruby_xfree((void *)key);
+    return ST_DELETE;
+}
+
+static void
+lf_reset(void)
+{
+    st_foreach(lf_map, lf_free_key, 0);
+    st_foreach(lf_ext, lf_free_key, 0);
+    lf_seen = 0;
+    lf_last = Qnil;
+}
+
+static char *
+lf_copy(const char *p, long len)
+{
+    char *k = ruby_xmalloc((size_t)len + 1);
+    memcpy(k, p, (size_t)len);
+    k[len] = '\0';
+    return k;
+}
+
+static void
+lf_add(VALUE v, long i)
+{
+    if (!RB_TYPE_P(v, T_STRING)) return;
+    const char *p = RSTRING_PTR(v);
+    long len = RSTRING_LEN(v);
+    if (memchr(p, '\0', (size_t)len)) return;
+    if (len > 3 && memcmp(p + len - 3, ".rb", 3) == 0) {
+        char *k = lf_copy(p, len);
+        st_data_t old = (st_data_t)k;
+        if (st_delete(lf_map, &old, NULL)) ruby_xfree((void *)old);
+        st_insert(lf_map, (st_data_t)k, (st_data_t)i);
+        return;
+    }
+    const char *slash = last_byte(p, '/', len), *dot = last_byte(p, '.', len);
+    long stem = dot && (!slash || dot > slash) ? dot - p : len;
+    for (long at = stem; at >= 0; at--) {
+        if (at > 0 && p[at - 1] != '/') continue;
+        if (stem - at > 0 && !st_lookup(lf_ext, (st_data_t)(p + at), NULL)) {
+            char *k = lf_copy(p + at, stem - at);
+            if (!st_lookup(lf_ext, (st_data_t)k, NULL)) st_insert(lf_ext, (st_data_t)k, 1);
+            else ruby_xfree(k);
+        }
+        if (at == 0) break;
+    }
+}
+
+static void
+lf_sync(void)
+{
+    long n = RARRAY_LEN(lo_loaded_features);
+    if (n < lf_seen || (lf_seen > 0 && RARRAY_AREF(lo_loaded_features, lf_seen - 1) != lf_last)) lf_reset();
+    for (long i = lf_seen; i < n; i++) lf_add(RARRAY_AREF(lo_loaded_features, i), i);
+    lf_seen = n;
+    lf_last = n ? RARRAY_AREF(lo_loaded_features, n - 1) : Qnil;
+}
+
+/* Whether the short name +p+ (len bytes, NUL-terminated) can match a loaded entry that is not .rb. */
+static int
+lf_ext_has(const char *p)
+{
+    return st_lookup(lf_ext, (st_data_t)p, NULL);
+}
+
+/* Whether the file the index finds first for +name+ (nlen bytes: "x.rb") is in $LOADED_FEATURES,
+ * at the index lf_map recorded for it. Uses the current table only while it holds. */
+static int
+loaded_where_found(const char *name, long nlen)
+{
+    if (NIL_P(lo_table) || !load_path_unchanged() || !cwd_unchanged()) return 0;
+    const lo_lp_index *ix = lo_lp_index_get(lo_table);
+    long pos = lo_lp_table_find(&ix->table, name, (size_t)nlen);
+    if (pos < 0 || pos >= ix->first_opaque) return 0;
+    VALUE base = RARRAY_AREF(ix->bases, pos);
+    long blen = RSTRING_LEN(base);
+    if (blen == 1 && RSTRING_PTR(base)[0] == '/') blen = 0;
+    char path[LO_MAX_FEATURE + 4096 + 8];
+    if (blen + 1 + nlen + 1 > (long)sizeof(path)) return 0;
+    memcpy(path, RSTRING_PTR(base), (size_t)blen);
+    path[blen] = '/';
+    memcpy(path + blen + 1, name, (size_t)nlen);
+    long plen = blen + 1 + nlen;
+    path[plen] = '\0';
+
+    lf_sync();
+    st_data_t at;
+    if (!st_lookup(lf_map, (st_data_t)path, &at)) return 0;
+    long i = (long)at;
+    VALUE v = i < RARRAY_LEN(lo_loaded_features) ? RARRAY_AREF(lo_loaded_features, i) : Qnil;
+    if (RB_TYPE_P(v, T_STRING) && RSTRING_LEN(v) == plen && memcmp(RSTRING_PTR(v), path, (size_t)plen) == 0) return 1;
+    lf_reset(); /* the array was edited: rebuilt at the next sync */
+    return 0;
+}
+
 enum { NOT_PROVIDED, LOADED, ASK_RUBY, NO_RB_LOADED };
 
 /* What search_required() (load.c) answers for +buf+ from $LOADED_FEATURES alone:
@@ -303,6 +424,7 @@ static int
 already_loaded(char *buf, long len, int ft)
 {
     const char *loading = NULL;
+    if (ft == FT_RB && loaded_where_found(buf, len)) return LOADED;
     if (ft == FT_RB || ft == FT_SO) {
         if (!rb_feature_provided(buf, &loading)) return NOT_PROVIDED;
         return loading ? ASK_RUBY : LOADED;
@@ -311,15 +433,23 @@ already_loaded(char *buf, long len, int ft)
     if (dot && (!slash || dot > slash)) return NOT_PROVIDED; /* unknown extension: Ruby's search first */
 
     memcpy(buf + len, ".rb", 4);
-    int rb = rb_feature_provided(buf, &loading);
+    int rb = loaded_where_found(buf, len + 3);
+    buf[len] = '\0';
+    /* (loaded_where_found synced lf_ext when it found the file) */
+    if (rb && !lf_ext_has(buf)) return LOADED;
+    /* Ruby's own first check, for the name as given. Not provided: no .rb, extension or bare
+     * entry matches (or one that matches only as "x.rb" follows a "x.<other>" entry, which Ruby
+     * then finds loaded by its expanded path: required by absolute path, it answers the same). */
+    if (!rb_feature_provided(buf, &loading)) return NOT_PROVIDED;
+    if (loading) return ASK_RUBY;
+    memcpy(buf + len, ".rb", 4);
+    rb = rb || rb_feature_provided(buf, &loading);
     memcpy(buf + len, ".so", 4);
     int so = rb && !loading && rb_feature_provided(buf, NULL);
     buf[len] = '\0';
     if (rb && !loading && !so) return LOADED;
     if (rb) return ASK_RUBY;
-    loading = NULL;
-    if (!rb_feature_provided(buf, &loading)) return NOT_PROVIDED;
-    return loading ? ASK_RUBY : NO_RB_LOADED;
+    return NO_RB_LOADED;
 }
 
 static VALUE
@@ -849,6 +979,11 @@ lo_require_native_init(VALUE mNative)
     rb_gc_register_address(&lo_pending);
     rb_gc_register_address(&lo_load_path);
     rb_gc_register_address(&lo_cwd);
+    lf_map = st_init_strtable();
+    lf_ext = st_init_strtable();
+    rb_gc_register_address(&lf_last);
+    lo_loaded_features = rb_gv_get("$LOADED_FEATURES");
+    rb_gc_register_address(&lo_loaded_features);
     rb_gc_register_address(&lo_rubygems);
     rb_gc_register_address(&lo_front_helper);
     rb_gc_register_address(&lo_mGem);

@@ -245,6 +245,41 @@ class RequireDifferentialTest < Minitest::Test
     end
   end
 
+  # The hook remembers where in $LOADED_FEATURES each loaded .rb file is (it answers "loaded"
+  # without Ruby's walk of the load path when the file the index finds first is there): edits in
+  # place, at the same index and of the same length, and entries of other kinds pushed after the
+  # file loaded must change its answer exactly as they change Ruby's.
+  test "$LOADED_FEATURES edited in place after the hook answered from it" do
+    with_files([["a/m1.rb", "puts 'm1'"], ["a/m2.rb", "puts 'm2'"], ["a/n.rb", "puts 'n'"], ["a/o.rb", "puts 'o'"],
+                ["b/m1.rb", "puts 'b/m1'"]]) do |dir|
+      _, with = same(<<~RUBY, hits: 4)
+        $LOAD_PATH.unshift("#{dir}/a")
+        check(:m1) { require "m1" }
+        check(:m2) { require "m2" }
+        check(:n) { require "n" }
+        check(:o) { require "o" }
+        check(:m1_again) { require "m1" }
+        i = $LOADED_FEATURES.index("#{dir}/a/m1.rb")
+        $LOADED_FEATURES[i] = "#{dir}/a/m2.rb" # same length, other file: m1 is no longer loaded
+        check(:m1_replaced) { require "m1" }
+        check(:m2_twice_listed) { require "m2" }
+        $LOADED_FEATURES[$LOADED_FEATURES.index("#{dir}/a/n.rb")] = "#{dir}/a/n.so"
+        check(:n_as_so) { require "n" }
+        check(:n_rb) { require "n.rb" }
+        $LOADED_FEATURES << "#{dir}/a/o.so"
+        check(:o_with_so_after) { require "o" }
+        $LOADED_FEATURES.insert(0, "#{dir}/b/m1.rb")
+        $LOAD_PATH.unshift("#{dir}/b")
+        check(:m1_shadowed_and_listed) { require "m1" }
+        $LOADED_FEATURES.shift
+        check(:m1_shadowed) { require "m1" }
+        $LOADED_FEATURES.pop(2)
+        check(:popped) { [require("o"), require("n")] }
+      RUBY
+      assert_equal "m1\nm2\nn\no\nm1\n", with.stdout.lines.first(5).join
+    end
+  end
+
   # The hook answers "already loaded" itself only where Ruby's search stops at its loaded-features
   # check: these are the shapes where it must not (an extension of the same name is loaded, a
   # feature is being loaded) or where the check is by extension.
