@@ -34,7 +34,11 @@ class ExtensionBuildTest < Minitest::Test
     test "#{cc} builds the extension with -Wall -Wextra -Werror and the result loads" do
       assert system("#{cc} --version", out: File::NULL, err: File::NULL), "#{cc} is not installed (bin/setup-deps installs it)"
       with_configured_ext do |build, _|
-        out, status = run_cmd("make", "-s", "CC=#{cc}", chdir: build)
+        # Ruby's own warning flags are its compiler's (a Ruby built with gcc, such as the 4.0 built
+        # from source, passes -Wduplicated-cond and -Wsuggest-attribute=format): clang is told to
+        # ignore the ones it does not know, and keeps every one it does.
+        flags = cc == "clang" ? ["warnflags=#{RbConfig::CONFIG["warnflags"]} -Wno-unknown-warning-option"] : []
+        out, status = run_cmd("make", "-s", "CC=#{cc}", *flags, chdir: build)
         assert status.success?, "#{cc} build failed:\n#{out}"
         assert_empty out.lines.grep(/warning/i), out
         so = File.join(build, "loadout_ext.#{RbConfig::CONFIG["DLEXT"]}")
