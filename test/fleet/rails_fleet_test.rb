@@ -242,6 +242,11 @@ class RailsFleetTest < Minitest::Test
       # What the README says a worker may run after the restore (once here: it costs a second).
       out, err, status = sh.(dirs.last, "bundle exec loadout check", env)
       assert_check_hit(out, err, status, "loadout check in #{dirs.last}")
+      # Each `cp -al` moved the ctime of every bundle file (hard links share the inode): a first
+      # boot within the racy window after the last one would record stat entries the next boot
+      # cannot trust by stat (it revalidates again, by digest). A worker's own tar restore has no
+      # such neighbour; here the window is waited out so "the boot after" can be plain hits.
+      sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       boot = "bin/rails runner 1" # in place of the workers' `bin/rails test`: the same boot, counted
       stats = env.merge("LOADOUT_STATS" => "1")
       boots = dirs.map { |dir| Thread.new { sh.(dir, boot, stats) } }.map(&:value)
