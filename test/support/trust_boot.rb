@@ -118,9 +118,9 @@ module Loadout
         variant = key.variant(:iseq, options.sort_by { |k, _| k.to_s }.inspect)
         binary = cc::ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(evil, options).to_binary,
                                         { evil => target }, labels: true)
-        identity = cc::Digest.identity(target)
+        identity = cc::Freshness.identity(target)
         verified = identity[2] + 10_000_000_000
-        entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
+        entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::XXH64.digest(File.binread(target)), binary,
                                path: target, realpath: target)
         format = Loadout::Store.const_get(:Format)
         record = format.frame_into(String.new(encoding: Encoding::BINARY), format::PUT, key.for("i", variant, target).b,
@@ -130,7 +130,7 @@ module Loadout
       RUBY
 
       # Run as the other user: rewrites the self cache file ARGV[0] in place (its owner and mode
-      # stay) with one entry, for loadout's own file ARGV[1], that prints "PWNED as <uid>" and
+      # stay) with one entry, for loadout's own file ARGV[1] (keyed by its path under the lib dir), that prints "PWNED as <uid>" and
       # then does what the file does.
       PLANT_SELF = <<~'RUBY'
         require "loadout"
@@ -143,11 +143,11 @@ module Loadout
         options = RubyVM::InstructionSequence.compile_option
         binary = cc::ISeqBinary.rewrite(RubyVM::InstructionSequence.compile_file(evil, options).to_binary,
                                         { evil => target }, labels: true)
-        identity = cc::Digest.identity(target)
+        identity = cc::Freshness.identity(target)
         verified = identity[2] + 10_000_000_000
-        entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::Digest.xxh64(File.binread(target)), binary,
+        entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::XXH64.digest(File.binread(target)), binary,
                                path: target, realpath: target)
-        File.open(self_file, File::WRONLY | File::TRUNC) { |f| f.write(Loadout::SelfCache.dump([[target, entry]])) }
+        File.open(self_file, File::WRONLY | File::TRUNC) { |f| f.write(Loadout::SelfCache.dump([[target.delete_prefix(Loadout::SelfCache::LIB_PREFIX), entry]])) }
         puts "planted"
       RUBY
 
