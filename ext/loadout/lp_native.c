@@ -1,7 +1,7 @@
 /*
  * Ruby binding of lp_table.c, registered on Loadout::Native:
- *   lp_listing(files)            -> Listing  (files: "rel\0rel\0...", copied)
- *   lp_table(listings, bases)    -> Table    (listings: [Listing | nil], bases: [String | nil])
+ *   lp_listing(files)            -> LoadPathListing  (files: "rel\0rel\0...", copied)
+ *   lp_table(listings, bases)    -> LoadPathTable    (listings: [LoadPathListing | nil], bases: [String | nil])
  *   lp_table_find(table, rel)    -> position or nil
  *   lp_listing_size(listing)     -> Integer
  *   lp_dirs_fresh(base, dirs, mtimes) -> true when every dir still has its recorded mtime
@@ -33,7 +33,7 @@ listing_memsize(const void *ptr)
 }
 
 static const rb_data_type_t listing_type = {
-    "Loadout::Native::Listing",
+    "Loadout::Native::LoadPathListing",
     { NULL, listing_free, listing_memsize, NULL, { NULL } },
     0, 0, RUBY_TYPED_FREE_IMMEDIATELY,
 };
@@ -82,7 +82,7 @@ index_memsize(const void *ptr)
 }
 
 static const rb_data_type_t index_type = {
-    "Loadout::Native::Table",
+    "Loadout::Native::LoadPathTable",
     { index_mark, index_free, index_memsize, NULL, { NULL } },
     0, 0, RUBY_TYPED_FREE_IMMEDIATELY,
 };
@@ -239,9 +239,9 @@ native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE di
 void
 lo_lp_native_init(VALUE mNative)
 {
-    cListing = rb_define_class_under(mNative, "Listing", rb_cObject);
+    cListing = rb_define_class_under(mNative, "LoadPathListing", rb_cObject);
     rb_undef_alloc_func(cListing);
-    cTable = rb_define_class_under(mNative, "Table", rb_cObject);
+    cTable = rb_define_class_under(mNative, "LoadPathTable", rb_cObject);
     rb_undef_alloc_func(cTable);
     rb_define_module_function(mNative, "lp_listing", native_lp_listing, 1);
     rb_define_module_function(mNative, "lp_listing_size", native_lp_listing_size, 1);

@@ -43,7 +43,7 @@ enum {
 };
 
 static VALUE lo_state = Qnil;    /* the LoadPath::State while active, else nil */
-static VALUE lo_table = Qnil;    /* its current Table */
+static VALUE lo_table = Qnil;    /* its current LoadPathTable */
 static VALUE lo_snapshot = Qnil; /* shares $LOAD_PATH's buffer while $LOAD_PATH is unchanged */
 static VALUE lo_pending = Qnil;  /* the snapshot of the table being built; lo_snapshot once active */
 static int lo_pending_set;

@@ -30,7 +30,7 @@ module Loadout
     TRUST = [nil, :none, :stable, :all].freeze
 
     autoload :Capture, File.expand_path("compile_cache/capture", __dir__)
-    autoload :Checker, File.expand_path("compile_cache/checker", __dir__)
+    autoload :EntryChecker, File.expand_path("compile_cache/entry_checker", __dir__)
     autoload :Counters, File.expand_path("compile_cache/counters", __dir__)
     autoload :Entries, File.expand_path("compile_cache/entries", __dir__)
     autoload :Entry, File.expand_path("compile_cache/entry", __dir__)
@@ -57,7 +57,7 @@ module Loadout
     @counters = nil
     @warned = false
     @precompile_shapes = {} # kind => shapes, for the installed store (see #precompile)
-    @checker = nil # the Checker #check reuses, and what it was made for
+    @checker = nil # the EntryChecker #check reuses, and what it was made for
     @checker_for = nil
 
     class << self
@@ -168,8 +168,8 @@ module Loadout
       end
 
       # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
-      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see Checker).
-      # One Checker per store and roots is reused, so a whole check lists the store once.
+      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see EntryChecker).
+      # One EntryChecker per store and roots is reused, so a whole check lists the store once.
       #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?)
       #:   -> [Symbol, String?]
       def check(store:, path:, kind:, roots:, variant: nil, key: nil)
@@ -177,7 +177,7 @@ module Loadout
 
         @checker = nil unless @checker && @checker_for == [store, roots]
         @checker_for = [store, roots]
-        (@checker ||= Checker.new(store, roots)).check(path, kind, variant: variant, key: key)
+        (@checker ||= EntryChecker.new(store, roots)).check(path, kind, variant: variant, key: key)
       end
 
       # At a boot's exit (Boot records it when the boot wrote to the cache): the YAML and JSON

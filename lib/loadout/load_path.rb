@@ -7,7 +7,7 @@ require_relative "load_path/rubygems_front"
 require_relative "load_path/bundled_gems_front"
 require_relative "load_path/boot_record"
 require_relative "load_path/codec"
-require_relative "load_path/entry"
+require_relative "load_path/load_dir"
 require_relative "load_path/index"
 require_relative "load_path/lister"
 require_relative "load_path/roots"
@@ -37,7 +37,7 @@ module Loadout
   module LoadPath
     # Only `loadout check` / `precompile` use these: loaded when named, by absolute path.
     autoload :AppLoadPath, File.expand_path("load_path/app_load_path", __dir__)
-    autoload :Checker, File.expand_path("load_path/checker", __dir__)
+    autoload :ListingChecker, File.expand_path("load_path/listing_checker", __dir__)
     autoload :Probe, File.expand_path("load_path/probe", __dir__)
 
     TRUST = [nil, :stable, :all, :none].freeze
@@ -47,9 +47,9 @@ module Loadout
 
     class << self
       # Lists or restores every $LOAD_PATH directory and puts the hook in place of Ruby's
-      # require (see Require). +trust+: nil/:stable (default: stable entries used as stored,
+      # require (see RequireHook). +trust+: nil/:stable (default: stable dirs used as stored,
       # app dirs checked against dir mtimes), :all (nothing checked: immutable images), :none
-      # (check stable entries too). +development_mode+ is accepted for compatibility: a miss
+      # (check stable dirs too). +development_mode+ is accepted for compatibility: a miss
       # always re-checks the app directories that could hold the file, in every mode. +root+: the
       # app root, under which listings are also kept relative to it (a copy of the app at another
       # path starts from them: see Lister).
@@ -135,7 +135,7 @@ module Loadout
         validate!(store, false, ignore_directories, trust)
         lister = Lister.new(store: store, roots: Roots.new(stable_roots), ignore: frozen_list(ignore_directories),
                             trust: trust, app_root: root)
-        Checker.new(lister).call(load_path, later)
+        ListingChecker.new(lister).call(load_path, later)
       end
 
       # Lists and stores every directory of +load_path+ and +extra+ (dirs the app may add after
@@ -150,8 +150,8 @@ module Loadout
         (load_path + extra).uniq.each do |item|
           next unless item.is_a?(String) && !item.empty?
 
-          entry = lister.entry(item)
-          lister.fill(entry) unless entry.opaque?
+          dir = lister.load_dir(item)
+          lister.fill(dir) unless dir.opaque?
         end
         { restored: lister.scanned.zero?, listed: lister.scanned }
       end
@@ -189,7 +189,7 @@ module Loadout
       # call through Kernel#require that an earlier decorator would see). Kept for callers that
       # want the cost paid up front.
       def __load_parts # :nodoc:
-        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront, BundledGemsFront]
+        [State, Lister, LoadDir, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront, BundledGemsFront]
       end
 
       private

@@ -310,7 +310,7 @@ class CLITest < Minitest::Test
       outside = File.join(File.dirname(app), "outside/lib")
       FileUtils.mkdir_p(outside)
       load_path = ["#{app}/lib", "#{app}/gems/engine/lib", "#{i18n}/lib", outside, RbConfig::CONFIG["rubylibdir"]]
-      bundle = Loadout::CLI::AppBundle::Result.new(gem_path: [home, *Gem.path], load_path: load_path)
+      bundle = Loadout::CLI::AppBundle::Paths.new(gem_path: [home, *Gem.path], load_path: load_path)
       roots = Loadout::CLI::FileSelection.new(app, bundle, []).bundle_roots
       # The vendored gem and its locale dir; a dir outside the app (a path gem elsewhere); Ruby's
       # standard library. Not the app's own dirs (the app root's walk has them), nor a gem's spec/.

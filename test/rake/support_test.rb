@@ -23,7 +23,7 @@ class RakeSupportTest < Minitest::Test
       r = child(%(require "rake"\nrequire "loadout/rake"\n#{PATCHED_OWNER}), rake_lib: rake_lib)
       assert r.success?, r.stderr
       assert_equal "", r.stderr
-      assert_match(/installed=true owner=Loadout::Rake::Hooks::FileTask/, r.stdout)
+      assert_match(/installed=true owner=Loadout::RakeMemo::Hooks::FileTask/, r.stdout)
     end
   end
 

@@ -30,7 +30,7 @@ class ScanTest < Minitest::Test
     RUBY
     res = run_ruby!(script, args: [root], env: { "LOADOUT_PURE" => pure ? "1" : "0" })
     backend, arr, ref = Marshal.load(res.stdout.unpack1("m0")) # rubocop:disable Security/MarshalLoad
-    [backend, Loadout::Scan::Result.new(*arr), ref]
+    [backend, Loadout::Scan::Tree.new(*arr), ref]
   end
 
   def assert_backends_agree(root, ignore: nil)

@@ -13,9 +13,10 @@ class RequireSideEffectsTest < Minitest::Test
   LIB_DIR = File.expand_path("../../lib", __dir__)
   ENTRY_POINTS = %w[loadout/setup.rb loadout/rake.rb loadout/rake_tasks.rb].freeze
 
+  # (rake_memo.rb requires Rake itself, whose DSL extends the main object; rake_memo/ holds its parts.)
   def quiet_files
     Dir.chdir(LIB_DIR) { Dir["loadout.rb"] + Dir["loadout/**/*.rb"] }
-       .reject { |f| ENTRY_POINTS.include?(f) || f.start_with?("loadout/rake/") }.sort
+       .reject { |f| ENTRY_POINTS.include?(f) || f.start_with?("loadout/rake_memo") }.sort
   end
 
   SCRIPT = <<~'RUBY'

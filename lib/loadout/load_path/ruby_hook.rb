@@ -8,7 +8,7 @@ module Loadout
     # superset check (LoadedFeatures) that hands the feature to Ruby whenever Ruby might say yes,
     # instead of asking Ruby (rb_feature_provided has no Ruby counterpart). So Ruby answers every
     # require of a loaded feature here, as without loadout (for a loaded extension required again
-    # by name, that is Ruby's search of every entry for a .rb, which the native hook answers).
+    # by name, that is Ruby's search of every item for a .rb, which the native hook answers).
     module RubyHook # :nodoc:
       REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, EXTENSION, BUSY,
         FRONT, RUBYGEMS, GEM_WALKS = (0...15).to_a.freeze
@@ -26,7 +26,7 @@ module Loadout
 
       class << self
         attr_reader :counters
-        # Ruby's own C require (the first entry RequireHook replaced), for the front's hits.
+        # Ruby's own C require (the first method entry RequireHook replaced), for the front's hits.
         attr_accessor :ruby_require
 
         # +snapshot+: $LOAD_PATH as it was when the state began building +table+ (a reader in

@@ -8,7 +8,7 @@ module Loadout
       DLEXT = ".#{RbConfig::CONFIG["DLEXT"]}"
       SO_EXTS = [".so", ".o", DLEXT].uniq.freeze
 
-      # The names of one directory's listing.
+      # The names of one directory's listing (twin of Native::LoadPathListing).
       class Listing
         attr_reader :names
 
@@ -25,7 +25,7 @@ module Loadout
         end
       end
 
-      # name -> first position holding it.
+      # name -> first position holding it (twin of Native::LoadPathTable).
       class Table
         attr_reader :bases, :count, :first_opaque
 
@@ -56,7 +56,7 @@ module Loadout
             found = answer(table, "#{stem}.rb")
             return found unless found == :miss
 
-            # x.rb in any entry beats x.so in an earlier one; an unlisted entry may hold x.rb
+            # x.rb in any item beats x.so in an earlier one; an unlisted item may hold x.rb
             return :unknown_entry if table.first_opaque < table.count
           elsif kind == :rb
             return answer(table, stem)

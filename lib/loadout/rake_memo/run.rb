@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Loadout
-  module Rake
+  module RakeMemo
     # What one Rake run remembers, from the outermost Task#invoke until it returns, and only while
     # no task action runs in any thread (outside that window the hooks are stock Rake, so -T, -P
     # and Rakefile code see no memo): stats (path -> mtime in nanoseconds, or :enoent) and
