@@ -160,9 +160,9 @@ end
 
 # Runs one boot; returns [seconds, digest line]. The child gets its own process group, and the
 # timing stops when the child exits, but the next boot waits until the whole group is gone: a
-# cache may finish its writes in a background process (loadout's at-exit compile of misses),
-# and a warm run must not race it.
-Bench::Subreaper.enable # a boot's background worker is reparented to us: waited for and counted
+# cache may finish its writes in another process (loadout does not), and a warm run must not
+# race it.
+Bench::Subreaper.enable # what a boot leaves running is reparented to us: waited for and counted
 
 def boot(app, mode, bs, dev, prefix: [])
   out_r, out_w = IO.pipe
@@ -417,7 +417,7 @@ SCENARIOS.each do |s|
 end
 lines << ""
 lines << "Wall time from spawn to exit of each boot; cpu = user+sys of the boot and of every process it " \
-         "started (a background worker included, waited for). Ratios vs plain are median/median, vs bootsnap the " \
+         "started (any it left running included, waited for). Ratios vs plain are median/median, vs bootsnap the " \
          "median of per-round ratios (< 1 is faster). \"ci\" = every source file's mtime changed, caches kept; " \
          "\"lp\"/\"cc\" = that layer only (load-path cache / compile cache), warm."
 unless GC_ENV.empty? || cpus["loadout_gc_warm"].empty?

@@ -57,8 +57,8 @@ def child(kind, app, cache)
   [RbConfig.ruby, *paths.flat_map { |p| ["-I", p] }, "-e", "APP = #{app.dump}\n#{setup}#{TIMED_BOOT}"]
 end
 
-# The boot's own figure (ms). Its process group (loadout's background writer) is waited for, so
-# no boot ever runs beside another one's compiling.
+# The boot's own figure (ms). Its process group is waited for (loadout starts no process; a
+# boot cache that did would be waited for), so no boot ever runs beside another one's work.
 def run(cmd)
   io = IO.popen(CHILD_ENV, cmd, err: File::NULL, pgroup: true)
   pid = io.pid

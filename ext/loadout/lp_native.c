@@ -2,7 +2,6 @@
  * Ruby binding of lp_table.c, registered on Loadout::Native:
  *   lp_listing(files)            -> LoadPathListing  (files: "rel\0rel\0...", copied)
  *   lp_table(listings, bases)    -> LoadPathTable    (listings: [LoadPathListing | nil], bases: [String | nil])
- *   lp_table_find(table, rel)    -> position or nil
  *   lp_listing_size(listing)     -> Integer
  *   lp_dirs_fresh(base, dirs, mtimes) -> true when every dir still has its recorded mtime
  *   lp_dir_changed(base, dirs, mtimes, dir) -> whether the deepest recorded dir on the way to
@@ -131,15 +130,6 @@ native_lp_table(VALUE self, VALUE listings, VALUE bases)
     return obj;
 }
 
-static VALUE
-native_lp_table_find(VALUE self, VALUE table, VALUE rel)
-{
-    lo_lp_index *ix = lo_lp_index_get(table);
-    StringValue(rel);
-    long pos = lo_lp_table_find(&ix->table, RSTRING_PTR(rel), (size_t)RSTRING_LEN(rel));
-    return pos < 0 ? Qnil : LONG2NUM(pos);
-}
-
 static int64_t
 mtime_ns(const struct stat *st)
 {
@@ -246,7 +236,6 @@ lo_lp_native_init(VALUE mNative)
     rb_define_module_function(mNative, "lp_listing", native_lp_listing, 1);
     rb_define_module_function(mNative, "lp_listing_size", native_lp_listing_size, 1);
     rb_define_module_function(mNative, "lp_table", native_lp_table, 2);
-    rb_define_module_function(mNative, "lp_table_find", native_lp_table_find, 2);
     rb_define_module_function(mNative, "lp_dirs_fresh", native_lp_dirs_fresh, 3);
     rb_define_module_function(mNative, "lp_dir_changed", native_lp_dir_changed, 4);
 }

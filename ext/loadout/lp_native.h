@@ -23,7 +23,4 @@ typedef struct lo_lp_index {
 /* The LoadPathTable behind +obj+ (raises TypeError for anything else). */
 lo_lp_index *lo_lp_index_get(VALUE obj);
 
-void lo_lp_native_init(VALUE mNative);
-void lo_require_native_init(VALUE mNative);
-
 #endif

@@ -138,7 +138,7 @@ module Loadout
 
       # The compile cache goes first, so the load path index's own files (and anything else of
       # loadout's required after it) come from the cache instead of being compiled on every
-      # boot: 1% fewer instructions on a warm 470-file boot (callgrind, fresh caches).
+      # boot.
       def install_components(config)
         warn_boxes(config) if boxes?
         install_compile_cache(config) if config.compile_cache?

@@ -19,11 +19,8 @@ module Loadout
   # entries (Entries, Freshness: one stat, else the stat record, else a content digest). Anything
   # unexpected falls back to Ruby doing the work itself.
   #
-  # The hot path: on Ruby 3.1 every class definition throws away all constant caches, and a boot
-  # defines about one class per file it loads, so a constant named in code that runs per loaded
-  # file is looked up again (and a cache object allocated) on every call. That code (a hit, a
-  # capture, a revalidation) names no constants: it reads them from instance variables set once
-  # (marked "hot path: see CompileCache"), or writes small ones as literals named in a comment.
+  # A hit, a capture and a revalidation run once per loaded file: they follow the hot-path rule
+  # of docs/ARCHITECTURE.md ("The warm-boot hot path": no constant named there on Ruby 3.1).
   module CompileCache
     KINDS = %i[iseq yaml json].freeze
     FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored

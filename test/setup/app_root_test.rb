@@ -55,7 +55,7 @@ class AppRootTest < Minitest::Test
     test "the same app booted from another working directory hits its cache (Loadout.#{how} without root:)" do
       with_job_app do |app, elsewhere|
         env = { "JOB_SETUP" => how }
-        job(app, app, env) # cold; the background compile runs before spawn_ruby returns
+        job(app, app, env) # cold
         job(app, app, env) # warm: records the revalidation stats, if any
         out = job(app, elsewhere, env)
         assert_includes out, "root=#{app}\n"

@@ -65,7 +65,6 @@ class RequireSetupTest < Minitest::Test
         assert store.key?(Loadout::LoadedFiles::KEY), "a first boot records what it loaded"
       end
       assert File.file?(File.join(app, "tmp/cache/loadout/store.last-boot"))
-      sleep 0.3 # the first boot's background compile
       warm = spawn_ruby("-e", script, env: env, chdir: app)
       assert warm.success?, warm.stderr
       assert_equal "0", warm.stdout.lines.last.chomp

@@ -36,8 +36,8 @@ class SelfCacheTest < Minitest::Test
     end
   end
 
-  # Boots PROGRAM; returns [stdout, served, stderr without the served line]. Waits for the
-  # background worker (it writes the self cache after the boot) before returning.
+  # Boots PROGRAM; returns [stdout, served, stderr without the served line]. The boot writes the
+  # self cache at its exit, so it is on disk when this returns.
   def boot(app, lib: LIB, readonly: false)
     code = "APP = #{app.dump}\n#{PROGRAM}"
     code = code.sub("root: APP)", "root: APP, readonly: true)") if readonly

@@ -58,7 +58,7 @@ module Loadout
       end
 
       # Runs PROGRAM (as root, or as +user+: [uid, gid]); fails the test if it has not finished
-      # after 60 s (a hang), and waits for the background worker it may leave. Extra env:
+      # after 60 s (a hang), and waits for its process group. Extra env:
       # T_SHARED=1 for trust_shared_cache. +user_db+: run with these /etc/passwd, /etc/group (and
       # /etc/nsswitch.conf) texts (see #user_db_prefix).
       def trust_boot(app, cache, env: {}, user: nil, user_db: nil)

@@ -25,7 +25,7 @@ module Loadout
         @trust_all = trust == :all
         @trust_stable = trust == :stable
         @racy_ns = racy_ns
-        @freshness = Freshness # (hot path: see CompileCache)
+        @freshness = Freshness # (hot path: see ARCHITECTURE.md)
         @key_class = Key
         @string = String
       end

@@ -50,7 +50,7 @@ module Loadout
 
       Stat = Struct.new(:size, :mtime, :ctime, :verified, :ino, :dev, :digest)
 
-      # (hot path: see CompileCache)
+      # (hot path: see ARCHITECTURE.md)
       @xxh64 = XXH64
       @version = FORMAT_VERSION
       @native = BACKEND == :native ? Native : nil
@@ -104,7 +104,7 @@ module Loadout
         # match: Freshness checks it only once the file is known to be fresh).
         #: (String, ?Integer, ?check_payload: bool) -> Entry?
         def load(blob, version = @version, check_payload: true)
-          # Literals stand for HEAD (80), MAGIC and READ (hot path: see CompileCache).
+          # Literals stand for HEAD (80), MAGIC and READ (hot path: see ARCHITECTURE.md).
           return nil unless blob.bytesize >= 80 && blob.start_with?("LOce")
 
           fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: 4)

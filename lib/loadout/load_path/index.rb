@@ -46,9 +46,9 @@ module Loadout
       # +front+: requires answered above RubyGems (RubyGemsFront), +rubygems+: handed by the front
       # to RubyGems' own require, +gem_walks+: RubyGems' default-gem walks answered from the index.
       COUNTERS = %i[requires already_loaded hits misses unknown_entry stale not_string direct encoding shape
-                    extension busy front rubygems gem_walks].freeze
+                    busy front rubygems gem_walks].freeze
       # Of those, the requires the index handed to Ruby unresolved, by reason.
-      FALLBACKS = %i[unknown_entry stale not_string encoding shape extension busy].freeze
+      FALLBACKS = %i[unknown_entry stale not_string encoding shape busy].freeze
     end
   end
 end

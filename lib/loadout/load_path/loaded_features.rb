@@ -26,7 +26,7 @@ module Loadout
       DEPTH = 3
 
       def initialize
-        @known_ext = KNOWN_EXT # read per added feature: no constant lookup there (see Index)
+        @known_ext = KNOWN_EXT # read per added feature (hot path: see ARCHITECTURE.md)
         @by_tail = {}
         @seen = 0
         @stale = true

@@ -10,8 +10,8 @@ module Loadout
     # require of a loaded feature here, as without loadout (for a loaded extension required again
     # by name, that is Ruby's search of every item for a .rb, which the native hook answers).
     module RubyHook # :nodoc:
-      REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, EXTENSION, BUSY,
-        FRONT, RUBYGEMS, GEM_WALKS = (0...15).to_a.freeze
+      REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, BUSY,
+        FRONT, RUBYGEMS, GEM_WALKS = (0...14).to_a.freeze
       DLEXT = ".#{RbConfig::CONFIG["DLEXT"]}"
       # The :fallback event's reason per counter (none for DIRECT: nothing to search).
       REASONS = { UNKNOWN => :unknown_entry, NOT_STRING => :not_string, ENCODING => :encoding, SHAPE => :shape,
@@ -20,7 +20,7 @@ module Loadout
       @state = nil
       @pair = [nil, nil, nil].freeze # [table, $LOAD_PATH snapshot, cwd], replaced together
       @instrument = false
-      @counters = Array.new(15, 0)
+      @counters = Array.new(14, 0)
       @loaded = nil
       @ruby_require = nil
 
@@ -46,7 +46,7 @@ module Loadout
         end
 
         def reset_counters
-          @counters = Array.new(15, 0)
+          @counters = Array.new(14, 0)
         end
 
         def loaded_features_changed
