@@ -2,6 +2,7 @@
 
 require_relative "error"
 require_relative "instrumentation"
+require_relative "config"
 
 module Loadout
   # Caches the expensive compile and parse steps of a boot in the store: Ruby instruction
@@ -24,7 +25,6 @@ module Loadout
   module CompileCache
     KINDS = %i[iseq yaml json].freeze
     FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored
-    TRUST = [nil, :none, :stable, :all].freeze
 
     autoload :Capture, File.expand_path("compile_cache/capture", __dir__)
     autoload :EntryChecker, File.expand_path("compile_cache/entry_checker", __dir__)
@@ -200,7 +200,7 @@ module Loadout
         %i[get put key? writable? flush].each do |m|
           raise ConfigError.new(:store, store, "a Loadout::Store") unless store.respond_to?(m)
         end
-        raise ConfigError.new(:trust, trust, "nil, :none, :stable or :all") unless TRUST.include?(trust)
+        raise ConfigError.new(:trust, trust, Config.trust_levels_text) unless Config::TRUST_LEVELS.include?(trust)
         unless roots.is_a?(Array) && roots.all? { |r| r.is_a?(String) && r.start_with?("/") }
           raise ConfigError.new(:roots, roots, "an Array of absolute directory Strings")
         end

@@ -15,8 +15,10 @@ module Loadout
   #   Config.new(cache_dir: "tmp/cache/loadout", root: "/app", compile_cache: [:iseq, :yaml])
   class Config
     COMPILE_KINDS = %i[iseq yaml json].freeze
-    # nil: each component's default; :none: check everything; :stable: trust gem and Ruby dirs
-    # as stored; :all: trust everything (immutable images only).
+    # The words of the trust: option (LOADOUT_TRUST), here only: how far stored results are used
+    # without a stat (not the cache-dir rule, Trust). nil: each component's default; :none: check
+    # everything; :stable: trust gem and Ruby dirs as stored; :all: trust everything (immutable
+    # images only). LoadPath and CompileCache check their trust: against this list too.
     TRUST_LEVELS = [nil, :none, :stable, :all].freeze
     DEFAULT_IGNORE_DIRECTORIES = ["node_modules"].freeze
 
@@ -181,6 +183,12 @@ module Loadout
       raise ConfigError.new(:compile_cache, value, accepted) unless (kinds - COMPILE_KINDS).empty?
 
       COMPILE_KINDS.select { |k| kinds.include?(k) }.freeze
+    end
+
+    # "nil, :none, :stable or :all": TRUST_LEVELS as an error message lists them.
+    def self.trust_levels_text #: () -> String
+      words = TRUST_LEVELS.map(&:inspect)
+      "#{words[0...-1].join(", ")} or #{words.last}"
     end
 
     def trust_level(value)

@@ -2,6 +2,7 @@
 
 require_relative "native"
 require_relative "instrumentation"
+require_relative "config"
 require_relative "load_path/require_hook"
 require_relative "load_path/rubygems_front"
 require_relative "load_path/bundled_gems_front"
@@ -40,7 +41,6 @@ module Loadout
     autoload :ListingChecker, File.expand_path("load_path/listing_checker", __dir__)
     autoload :Probe, File.expand_path("load_path/probe", __dir__)
 
-    TRUST = [nil, :stable, :all, :none].freeze
     LOCKFILES = %w[Gemfile.lock gems.locked].freeze
     @state = nil
     @boot = nil
@@ -224,7 +224,7 @@ module Loadout
           raise ConfigError.new("ignore_directories", ignore_directories,
                                 "an Array of directory names or absolute paths")
         end
-        raise ConfigError.new("trust", trust, "nil, :stable, :all or :none") unless TRUST.include?(trust)
+        raise ConfigError.new("trust", trust, Config.trust_levels_text) unless Config::TRUST_LEVELS.include?(trust)
 
         %i[get put delete key? writable?].each do |m|
           next if store.nil? || store.respond_to?(m)
