@@ -46,7 +46,7 @@ module Loadout
         @mutex.owned?
       end
 
-      def __refresh
+      def __refresh # :nodoc:
         @mutex.synchronize do
           snapshot = Index.snapshot
           listings = []
@@ -86,7 +86,7 @@ module Loadout
 
       # :retry after listing again an app directory that changed on the way to +feature+, :miss
       # when none did, :fallback when Ruby must search (a name under an ignored directory).
-      def __miss(feature)
+      def __miss(feature) # :nodoc:
         return :fallback if @static_ext || ignored?(feature)
 
         slash = feature.rindex("/")
@@ -99,7 +99,7 @@ module Loadout
         :retry
       end
 
-      def __stale(abspath)
+      def __stale(abspath) # :nodoc:
         @mutex.synchronize do
           @dirs.each_value do |d|
             d.forget! if !d.opaque? && abspath.start_with?(d.base == "/" ? "/" : "#{d.base}/")
@@ -114,7 +114,7 @@ module Loadout
       # base), false where it looks in nothing (an item that is a symlink: it skips those), nil
       # where the index cannot tell (an item it does not model or has not listed); positions: the
       # item of each table position. nil for a name under an ignored directory.
-      def __walk(feature)
+      def __walk(feature) # :nodoc:
         return nil if ignored?(feature)
 
         @mutex.synchronize do
@@ -123,7 +123,7 @@ module Loadout
         end
       end
 
-      def __event(event, feature, reason)
+      def __event(event, feature, reason) # :nodoc:
         if reason
           Instrumentation.emit(event, feature, cache: :load_path, reason: reason)
         else
