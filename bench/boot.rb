@@ -169,7 +169,7 @@ def boot(app, mode, bs, dev, prefix: [])
   cpu_before = Process.times
   started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   pid = Process.spawn(env_for(mode, bs, dev), *prefix, *command(mode, bs), chdir: app, out: out_w, err: out_w,
-                                                                            pgroup: true)
+                                                                           pgroup: true)
   out_w.close
   output = out_r.read
   _, status = Process.wait2(pid)

@@ -13,7 +13,7 @@ module Bench
     def enable
       require "fiddle"
       prctl = Fiddle::Function.new(Fiddle.dlopen(nil)["prctl"], [Fiddle::TYPE_INT, Fiddle::TYPE_LONG, Fiddle::TYPE_LONG,
-                                                                  Fiddle::TYPE_LONG, Fiddle::TYPE_LONG], Fiddle::TYPE_INT)
+                                                                 Fiddle::TYPE_LONG, Fiddle::TYPE_LONG], Fiddle::TYPE_INT)
       @enabled = prctl.call(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0).zero?
     rescue LoadError, Fiddle::DLError, StandardError
       @enabled = false

@@ -42,7 +42,8 @@ module Loadout
         data = files_of(entries, store, iseq)
         files = Marshal.dump(data)
         old = store.get(KEY)
-        old_files = old && (Marshal.load(old)[1] rescue nil) # rubocop:disable Style/RescueModifier
+        # (Marshal of loadout's own record, in a cache dir that passed the trust rule.)
+        old_files = old && (Marshal.load(old)[1] rescue nil) # rubocop:disable Security/MarshalLoad
         return if old_files && (old_files == files || same_elsewhere?(old_files, data))
 
         meta = { "at" => Time.now.to_i, "pid" => Process.pid, "program" => $PROGRAM_NAME.to_s, "format" => FORMAT,

@@ -196,8 +196,8 @@ module Loadout
         refreshed.to_h do |path, (blob, binary, record)|
           _, _, size, mtime, ctime, verified, ino, dev, digest = record.unpack(STAT_LAYOUT)
           flags = entry.flags_of(blob)
-          [path, entry.dump(flags, [size, mtime, ctime, ino, dev], verified, digest, binary, path: path,
-                                                                                                realpath: File.realpath(path))]
+          [path, entry.dump(flags, [size, mtime, ctime, ino, dev], verified, digest, binary,
+                            path: path, realpath: File.realpath(path))]
         end
       rescue StandardError
         {}

@@ -14,7 +14,6 @@ module Loadout
   # what it did after the fork (Ruby 3.1+, where Process._fork can be hooked; before that its
   # counts include the parent's). The parent's report says how many workers it forked.
   module Stats
-
     # Hooks Process._fork while stats are on: the child starts its counts afresh.
     module ForkHook # :nodoc:
       def _fork

@@ -55,7 +55,7 @@ class CompileCacheSharedValuesTest < Minitest::Test
 
   def run_loads(dir, call, with:, runs: 3)
     result = spawn_ruby(*MSGPACK.flat_map { |p| ["-I", p] }, "load.rb", chdir: dir,
-                        env: { "WITH_LOADOUT" => with ? "1" : "0", "CALL" => call, "RUNS" => runs.to_s })
+                                                                        env: { "WITH_LOADOUT" => with ? "1" : "0", "CALL" => call, "RUNS" => runs.to_s })
     assert result.success?,
            "#{call} (#{with ? "with" : "without"} loadout): #{result.status}\n#{result.stdout}#{result.stderr}"
     Marshal.load([result.stdout.lines.last.chomp].pack("H*")) # rubocop:disable Security/MarshalLoad

@@ -50,7 +50,7 @@ class CompileCacheUnstorableValuesTest < Minitest::Test
 
   def boot(dir, kind, with: true)
     result = spawn_ruby(*MSGPACK.flat_map { |p| ["-I", p] }, "boot.rb", chdir: dir,
-                        env: { "WITH_LOADOUT" => with ? "1" : "0", "KIND" => kind })
+                                                                        env: { "WITH_LOADOUT" => with ? "1" : "0", "KIND" => kind })
     assert result.success?, "#{result.status}\n#{result.stdout}#{result.stderr}"
     Marshal.load([result.stdout.lines.last.chomp].pack("H*")) # rubocop:disable Security/MarshalLoad
   end

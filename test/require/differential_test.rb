@@ -445,7 +445,7 @@ class RequireDevelopmentModeTest < Minitest::Test
     with_files([["a/x.rb", "nil"], ["b/sub/y.rb", "nil"]]) do |dir|
       cleanup = -> { FileUtils.rm_rf(["#{dir}/b/later.rb", "#{dir}/a/newdir"]) }
       _, with = assert_same_behaviour(SCRIPT.gsub("DIR", dir), setup: "Loadout::LoadPath.install!(development_mode: true)",
-                                                              before_each: cleanup)
+                                                               before_each: cleanup)
       assert_equal "later\ndeeper\n", with.stdout
       assert_index_used(with, hits: 2, misses: 1)
     end
@@ -456,7 +456,7 @@ class RequireDevelopmentModeTest < Minitest::Test
     with_files([["a/x.rb", "nil"], ["b/sub/y.rb", "nil"]]) do |dir|
       cleanup = -> { FileUtils.rm_rf(["#{dir}/b/later.rb", "#{dir}/a/newdir"]) }
       _, with = assert_same_behaviour(SCRIPT.gsub("DIR", dir), setup: "Loadout::LoadPath.install!",
-                                                              before_each: cleanup)
+                                                               before_each: cleanup)
       assert_equal "later\ndeeper\n", with.stdout
       assert_index_used(with, hits: 2, misses: 1)
     end

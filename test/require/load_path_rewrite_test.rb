@@ -16,7 +16,6 @@ class LoadPathRewriteTest < Minitest::Test
   # RubyGems' require in place (no Bundler), as in ruby/ruby's own tests.
   NO_BUNDLER = { "RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil, "BUNDLER_SETUP" => nil, "BUNDLE_BIN_PATH" => nil }.freeze
 
-
   SCRIPT = <<~'RUBY'
     require "loadout"
     Loadout.setup(cache_dir: "DIR/cache", root: "DIR") if ENV["WITH"]

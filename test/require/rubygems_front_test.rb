@@ -248,7 +248,7 @@ class RequireRubyGemsFrontTest < Minitest::Test
   test "Bundler's bundled-gems warning: the same warnings and LoadErrors, the rest answered above it" do
     bundler = run_ruby!('print Gem::Specification.default_stubs.find { |s| s.name == "bundler" }&.version',
                         env: ENV.keys.grep(/\ABUNDLE/).to_h { |k| [k, nil] }.merge(NO_BUNDLER, "GEM_HOME" => nil, "RUBYLIB" => nil,
-                                                                                     "GEM_PATH" => nil)).stdout
+                                                                                               "GEM_PATH" => nil)).stdout
     skip "Bundler's bundled-gems warning comes with Ruby 3.3" unless RUBY_VERSION >= "3.3" && !bundler.empty?
 
     lock = "GEM\n  remote: https://rubygems.org/\n  specs:\n\nPLATFORMS\n  ruby\n\nDEPENDENCIES\n\nBUNDLED WITH\n   #{bundler}\n"
@@ -257,7 +257,7 @@ class RequireRubyGemsFrontTest < Minitest::Test
       # Nothing of the suite's bundle (BUNDLER_VERSION and RUBYLIB would pick its older Bundler).
       env = ENV.keys.grep(/\ABUNDLE/).to_h { |k| [k, nil] }
                .merge(NO_BUNDLER, "GEM_HOME" => nil, "GEM_PATH" => nil, "RUBYLIB" => nil,
-                      "BUNDLE_GEMFILE" => "#{dir}/app/Gemfile")
+                                  "BUNDLE_GEMFILE" => "#{dir}/app/Gemfile")
       script = <<~RUBY
         #{prelude(dir, "lib")}
         check(:chain) { Kernel.instance_method(:require).owner }

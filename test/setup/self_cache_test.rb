@@ -152,7 +152,7 @@ class SelfCacheTest < Minitest::Test
         sc.send(:stop, config)
         # Taken back: this test process must not write a self cache at its exit.
         Loadout::CompileCache.instance_variable_get(:@finish_jobs).first
-          .tap { Loadout::CompileCache.instance_variable_set(:@finish_jobs, []) }
+                             .tap { Loadout::CompileCache.instance_variable_set(:@finish_jobs, []) }
       ensure
         # The last copy of +fake+, not the last entry: an autoload may append its own file after
         # it, and popping that would make the next require load that file a second time.

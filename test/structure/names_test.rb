@@ -136,7 +136,7 @@ class NamesTest < Minitest::Test
     unmarked = Dir[File.join(LIB_DIR, "**/*.rb")].flat_map do |file|
       File.foreach(file).with_index(1).filter_map do |line, no|
         "#{file.delete_prefix("#{ROOT}/")}:#{no}: #{line.strip}" if line.match?(/^\s*def (self\.)?__\w/) &&
-                                                                   !line.include?("# :nodoc:")
+                                                                    !line.include?("# :nodoc:")
       end
     end
     assert_empty unmarked

@@ -46,7 +46,7 @@ module Loadout
       FALLBACK = 8     # YAML: the document was empty, the caller's fallback: is the result
       PINNED_PATH = 16 # ISeq: the source contains its own path, so it cannot be relocated
       VERBOSE_WARNINGS = 32 # ISeq: compiling warns under -w; not served while $VERBOSE is true
-      TAG_FREE = 64    # YAML: no node of the source has a tag (YAMLTags), so Psych's tag tables cannot matter
+      TAG_FREE = 64 # YAML: no node of the source has a tag (YAMLTags), so Psych's tag tables cannot matter
 
       Stat = Struct.new(:size, :mtime, :ctime, :verified, :ino, :dev, :digest)
 

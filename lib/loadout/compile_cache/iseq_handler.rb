@@ -81,6 +81,7 @@ module Loadout
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
         @lazy_hook.poll if @lazy_hook.waiting?
         return skip(path, :coverage) if coverage_running?
+
         if @cold
           return miss(:miss, path) unless @others&.grown_by_others?
 

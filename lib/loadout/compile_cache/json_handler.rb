@@ -100,7 +100,7 @@ module Loadout
           options = options.sort_by(&:to_s).inspect
           freeze = opts.is_a?(Hash) && opts[:freeze] ? true : false
           ValueHandler::Call.new(options, freeze, ValueHandler::NO_FALLBACK, nil, nil, nil,
-                   ValueCalls.shape(:json, method, args.drop(1), kwargs, external.name, internal&.name, options))
+                                 ValueCalls.shape(:json, method, args.drop(1), kwargs, external.name, internal&.name, options))
         end
 
         private

@@ -110,6 +110,7 @@ module Loadout
         tag, rel = rest.split("/", 2)
         root = (@roots_by_tag ||= @tags.invert)[tag] or return nil
         return nil if existing_root && !(@root_here ||= Hash.new { |h, r| h[r] = File.directory?(r) })[root]
+
         path = rel.nil? ? root : "#{root == "/" ? "" : root}/#{rel}"
         path.force_encoding(Encoding::UTF_8)
       end

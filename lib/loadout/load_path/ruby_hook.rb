@@ -205,6 +205,7 @@ module Loadout
 
           shape = shape_of(feature)
           return fallback(shape, feature) if shape
+
           if @loaded.maybe_loaded?(stem_of(feature), nil)
             @counters[PROVIDED] += 1
             return nil

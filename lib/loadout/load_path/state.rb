@@ -23,10 +23,10 @@ module Loadout
         @roots = roots
         @ignore = ignore
         @ignore_names = ignore.reject { |i| i.start_with?("/") }.freeze
-        @dirs = {}    # $LOAD_PATH item -> LoadDir, for this process's life
-        @order = []   # the load dirs of the current table, in its order
+        @dirs = {}      # $LOAD_PATH item -> LoadDir, for this process's life
+        @order = []     # the load dirs of the current table, in its order
         @positions = [] # the $LOAD_PATH index of each position of the current table
-        @walk = nil   # [table, items, positions] for __walk, made for the current table
+        @walk = nil     # [table, items, positions] for __walk, made for the current table
         @volatile = []
         @mutex = Mutex.new
         @restore_ms = 0.0

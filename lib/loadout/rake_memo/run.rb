@@ -19,10 +19,10 @@ module Loadout
       LOCK_FREE_READS = RUBY_ENGINE == "ruby"
 
       @lock = Mutex.new
-      @depth = 0      # Task#invoke calls in flight (nested, or in other threads)
-      @acting = 0     # task actions running now
+      @depth = 0              # Task#invoke calls in flight (nested, or in other threads)
+      @acting = 0             # task actions running now
       @stats = @lookups = nil # Hashes while there is a memo
-      @table_gen = 0  # bumped whenever a task table gains a task or is cleared
+      @table_gen = 0          # bumped whenever a task table gains a task or is cleared
 
       class << self
         def enter #: () -> void
