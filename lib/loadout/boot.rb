@@ -179,8 +179,10 @@ module Loadout
         return if off.empty?
 
         on = config.compile_cache & %i[yaml json]
+        caches = on.size > 1 ? "caches stay" : "cache stays"
+        still = on.empty? ? "nothing else is on" : "the #{on.map(&:upcase).join(" and ")} #{caches} on"
         warn "loadout: Ruby::Box is enabled (RUBY_BOX=1): #{off.join(" and ")} stay off, since requires in boxes " \
-             "bypass them; #{on.empty? ? "nothing else is on" : "the #{on.map(&:upcase).join(" and ")} #{on.size > 1 ? "caches stay" : "cache stays"} on"}"
+             "bypass them; #{still}"
       end
 
       def turn_off(component, reason)

@@ -92,7 +92,8 @@ module Loadout
 
     # The roots for an app at +root+ whose boot sees +gem_path+ (the CLI asks the app's bundle).
     def self.roots_for(root, gem_path) #: (String, Array[String]) -> Array[String]
-      ([root] + gem_path.map { |d| absolute_or_nil(d) } + [absolute_or_nil(RbConfig::CONFIG["prefix"])]).compact.uniq.freeze
+      prefix = absolute_or_nil(RbConfig::CONFIG["prefix"])
+      ([root] + gem_path.map { |d| absolute_or_nil(d) } + [prefix]).compact.uniq.freeze
     end
 
     # Gem and prefix directories are absolute in practice; a relative one under a deleted working
@@ -156,7 +157,8 @@ module Loadout
 
     def expand_cache_dir(value)
       if value.nil?
-        raise ConfigError.new(:cache_dir, value, "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
+        raise ConfigError.new(:cache_dir, value,
+                              "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
       end
 
       dir = path_string(:cache_dir, value)

@@ -129,7 +129,8 @@ module Loadout
       # restored as stored), :stale (some are listed again, with the directory that changed),
       # :miss (some have no stored listing). +later+: absolute items the app adds after boot.
       #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?later: Array[String], ?root: String?) -> Hash[Symbol, untyped]
-      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [], root: nil)
+      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [],
+                root: nil)
         raise ConfigError.new("store", store, "a Loadout::Store") if store.nil?
 
         validate!(store, false, ignore_directories, trust)

@@ -52,7 +52,8 @@ module Loadout
 
         def require(feature)
           # loadout's own files (loaded lazily, some at exit) are not the app's requires.
-          return __loadout_untimed_require(feature) if feature.is_a?(String) && feature.start_with?(Loadout::Stats::OWN_LIB)
+          own = feature.is_a?(String) && feature.start_with?(Loadout::Stats::OWN_LIB)
+          return __loadout_untimed_require(feature) if own
 
           Loadout::Stats.__time_require(feature) { __loadout_untimed_require(feature) }
         end

@@ -319,7 +319,8 @@ class CLITest < Minitest::Test
     end
   end
 
-  test "precompile -- COMMAND: a boot that fails or does not set loadout up is exit 1 with why; the walk is done anyway" do
+  test "precompile -- COMMAND: a boot that fails or does not set loadout up is exit 1 with why; " \
+       "the walk is done anyway" do
     lib = File.expand_path("../../lib", __dir__)
     with_app([["lib/a.rb", "A = 1"]]) do |app|
       run = cli("precompile", "--", RbConfig.ruby, "-e", "exit 0", app: app)
@@ -332,14 +333,16 @@ class CLITest < Minitest::Test
                 app: app)
       assert_equal 1, run.status, run.out + run.err
       assert_includes run.err, "booted\n", "the boot's output goes to stderr"
-      assert_includes run.err, "exited with status 3 (its output is above); the cache holds what it loaded before it failed"
+      assert_includes run.err, "exited with status 3 (its output is above); " \
+                               "the cache holds what it loaded before it failed"
 
       run = cli("precompile", "--", RbConfig.ruby, "-I", lib, "-e", 'require "loadout/setup"', app: app)
       assert_equal 0, run.status, run.out + run.err
       assert_match(/\Aloadout precompile: boot `.*require "loadout\/setup"` \(\d+\.\d s\): /, run.out)
 
       assert_usage_error(cli("precompile", "--", app: app), "precompile: no command after --")
-      assert_includes cli("precompile", app: app).err, "no boot was run; for a fully warm next boot give the app's boot after --"
+      assert_includes cli("precompile", app: app).err,
+                      "no boot was run; for a fully warm next boot give the app's boot after --"
     end
   end
 

@@ -71,7 +71,9 @@ module Loadout
       def wait_for_group(pgid)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
         while group_alive?(pgid)
-          raise "a process of group #{pgid} still running after 60 s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+            raise "a process of group #{pgid} still running after 60 s"
+          end
 
           sleep 0.02
         end

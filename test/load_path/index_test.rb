@@ -83,7 +83,10 @@ class LoadPathIndexTest < Minitest::Test
     with_files([["a/b/c.rb", "nil"], ["a/d/", nil]]) do |dir|
       base = "#{dir}/a"
       dirs = ["", "b", "d"]
-      mtimes = dirs.map { |d| st = File.stat(d.empty? ? base : "#{base}/#{d}"); (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec }
+      mtimes = dirs.map do |d|
+        st = File.stat(d.empty? ? base : "#{base}/#{d}")
+        (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec
+      end
       blob = "\0b\0d\0" # "" is the root itself
       packed = mtimes.pack("q*")
       checks = [TWIN.method(:dirs_fresh?)]

@@ -33,7 +33,9 @@ class LoadPathPersistenceTest < Minitest::Test
   end
 
   def tree
-    files = (0...5).flat_map { |g| [["gems/g#{g}-1.0/lib/g#{g}.rb", "puts 'g#{g}'"], ["gems/g#{g}-1.0/lib/g#{g}/sub.rb", "puts 'g#{g} sub'"]] }
+    files = (0...5).flat_map do |g|
+      [["gems/g#{g}-1.0/lib/g#{g}.rb", "puts 'g#{g}'"], ["gems/g#{g}-1.0/lib/g#{g}/sub.rb", "puts 'g#{g} sub'"]]
+    end
     files + [["app/lib/app.rb", "puts 'app'"], ["app/lib/app/models/", nil], ["app/lib/g1.rb", "puts 'app g1'"]]
   end
 

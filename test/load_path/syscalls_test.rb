@@ -33,7 +33,8 @@ class LoadPathSyscallsTest < Minitest::Test
   end
 
   def gem_tree
-    (0...20).map { |g| ["gems/g#{g}-1.0/lib/g#{g}/deep/f#{g}.rb", "nil"] } + [["app/lib/a/b/app.rb", "nil"], ["app/lib/empty/"]]
+    (0...20).map { |g| ["gems/g#{g}-1.0/lib/g#{g}/deep/f#{g}.rb", "nil"] } +
+      [["app/lib/a/b/app.rb", "nil"], ["app/lib/empty/"]]
   end
 
   def child(home, body)

@@ -21,7 +21,9 @@ class RequireExtensionTest < Minitest::Test
       out, status = Open3.capture2e(RbConfig.ruby, "extconf.rb", chdir: dir)
       out2, status2 = Open3.capture2e("make", chdir: dir) if status.success?
       so = "#{dir}/dual.#{DLEXT}"
-      raise "could not build the test extension:\n#{out}\n#{out2}" unless status.success? && status2&.success? && File.exist?(so)
+      unless status.success? && status2&.success? && File.exist?(so)
+        raise "could not build the test extension:\n#{out}\n#{out2}"
+      end
 
       so
     end

@@ -26,8 +26,10 @@ class RequireRubyGemsTest < Minitest::Test
   end
 
   def with_gem_home
-    files = gem_files("alpha", "1.0", [["lib/alpha.rb", "puts 'alpha 1.0'"], ["lib/alpha/extra.rb", "puts 'alpha extra'"]]) +
-            gem_files("alpha", "2.0", [["lib/alpha.rb", "puts 'alpha 2.0'"], ["lib/alpha/extra.rb", "puts 'alpha 2 extra'"]]) +
+    files = gem_files("alpha", "1.0", [["lib/alpha.rb", "puts 'alpha 1.0'"],
+                                       ["lib/alpha/extra.rb", "puts 'alpha extra'"]]) +
+            gem_files("alpha", "2.0", [["lib/alpha.rb", "puts 'alpha 2.0'"],
+                                       ["lib/alpha/extra.rb", "puts 'alpha 2 extra'"]]) +
             gem_files("beta", "1.0", [["lib/beta.rb", "puts 'beta'; require 'alpha'"]], deps: { "alpha" => "< 2" }) +
             gem_files("gamma", "1.0", [["lib/gamma_only.rb", "puts 'gamma'"]])
     with_files(files) do |home|

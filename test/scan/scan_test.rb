@@ -65,7 +65,8 @@ class ScanTest < Minitest::Test
       assert_includes result.errors, ["lib/locked", :eacces]
       assert_includes result.errors, ["lib/bad\xFFname.rb".b, :invalid_encoding]
       assert_includes result.errors, ["lib/bad\xFEdir".b, :invalid_encoding]
-      refute(result.errors.any? { |path, _| path.include?("broken_dir") }, "non-requirable broken links are skipped silently")
+      refute(result.errors.any? { |path, _| path.include?("broken_dir") },
+             "non-requirable broken links are skipped silently")
       assert(result.files.all? { |f| f.encoding == Encoding::UTF_8 && f.valid_encoding? })
     end
   end

@@ -43,19 +43,7 @@ class SelfCacheTest < Minitest::Test
     code = code.sub("root: APP)", "root: APP, readonly: true)") if readonly
     out, err, status = Open3.capture3(RbConfig.ruby, "-I", lib, "-e", code)
     assert status.success?, err
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
-    sleep 0.05 while Dir.glob(File.join(app, "cache", "*.{jobs,tmp.*}")).any? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-    sleep 0.05 while worker_running?(app) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
     [out, err[/served=(\d+)/, 1].to_i, err.gsub(/^served=\d+\n/, "")]
-  end
-
-  def worker_running?(app)
-    Dir.glob("/proc/[0-9]*/cmdline").any? do |f|
-      cmd = File.binread(f)
-      cmd.include?("compile_cache/worker") && cmd.include?(File.join(app, "cache"))
-    rescue SystemCallError
-      false
-    end
   end
 
   def self_file(app)

@@ -130,8 +130,8 @@ module Loadout
       RUBY
 
       # Run as the other user: rewrites the self cache file ARGV[0] in place (its owner and mode
-      # stay) with one entry, for loadout's own file ARGV[1] (keyed by its path under the lib dir), that prints "PWNED as <uid>" and
-      # then does what the file does.
+      # stay) with one entry, for loadout's own file ARGV[1] (keyed by its path under the lib dir),
+      # that prints "PWNED as <uid>" and then does what the file does.
       PLANT_SELF = <<~'RUBY'
         require "loadout"
         require "loadout/compile_cache"

@@ -103,7 +103,9 @@ module Loadout
         end
         rows << ["loadout, CI-style cache", ci]
         table(rows)
-        out.puts "  (GC settings: #{settings.map { |name, value, _| "#{name}=#{value}" }.join(" ")})" unless settings.empty?
+        unless settings.empty?
+          out.puts "  (GC settings: #{settings.map { |name, value, _| "#{name}=#{value}" }.join(" ")})"
+        end
         0
       end
 

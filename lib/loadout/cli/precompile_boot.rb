@@ -37,8 +37,8 @@ module Loadout
           end
           listed = record["load_path.rescans"]
           index = listed.nil? ? "" : ", load path #{listed} dirs listed"
-          format("boot `%s` (%.1f s): %s%s", command.join(" "), seconds, kinds.empty? ? "nothing loaded" : kinds.join(", "),
-                 index)
+          loaded = kinds.empty? ? "nothing loaded" : kinds.join(", ")
+          format("boot `%s` (%.1f s): %s%s", command.join(" "), seconds, loaded, index)
         end
       end
 

@@ -52,8 +52,8 @@ module Loadout
         named << "#{entries.size - SHOWN} more" if entries.size > SHOWN
         if entries.empty?
           { status: :hit, entries: entries,
-            reason: "every directory of this $LOAD_PATH (#{size} items#{", #{later} added after boot" if later.positive?}) " \
-                    "restored as stored#{note}" }
+            reason: "every directory of this $LOAD_PATH " \
+                    "(#{size} items#{", #{later} added after boot" if later.positive?}) restored as stored#{note}" }
         elsif entries.any? { |e| e[:status] == :missing }
           { status: :miss, entries: entries,
             reason: "#{entries.size} director#{entries.size == 1 ? "y has" : "ies have"} no usable stored listing " \

@@ -47,7 +47,8 @@ module Loadout
             args << "-rbundler/setup"
           end
           roots_file = File.expand_path("roots.rb", __dir__)
-          out, err, status = Open3.capture3(env, RbConfig.ruby, *args, "-e", SCRIPT, roots_file, chdir: root, binmode: true)
+          out, err, status = Open3.capture3(env, RbConfig.ruby, *args, "-e", SCRIPT, roots_file,
+                                            chdir: root, binmode: true)
           unless status.success?
             line = err.lines.reject { |l| l.strip.empty? }.last.to_s.strip
             return Answer.new(error: "#{gemfile ? "bundler/setup" : "ruby"} failed in #{root}: #{line[0, 300]}")

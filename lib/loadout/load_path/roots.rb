@@ -40,7 +40,9 @@ module Loadout
       # elsewhere (a deploy switching releases) fails this and the dir's realpath is computed.
       def trusts_base?(expanded, base)
         root = nil
-        @stable_pairs.each { |pair| root = pair[0] if under?(expanded, pair) && (root.nil? || pair[0].length > root.length) }
+        @stable_pairs.each do |pair|
+          root = pair[0] if under?(expanded, pair) && (root.nil? || pair[0].length > root.length)
+        end
         return false unless root
 
         real, prefix = @real[root] ||= begin
@@ -93,7 +95,9 @@ module Loadout
             nil
           end
         end
-        gem_dirs.each { |d| roots.push(File.join(d, "gems"), File.join(d, "extensions"), File.join(d, "bundler", "gems")) }
+        gem_dirs.each do |d|
+          roots.push(File.join(d, "gems"), File.join(d, "extensions"), File.join(d, "bundler", "gems"))
+        end
         roots.compact.map { |r| File.expand_path(r) }.uniq.freeze
       end
     end

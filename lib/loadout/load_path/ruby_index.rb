@@ -13,7 +13,9 @@ module Loadout
         attr_reader :names
 
         def initialize(files)
-          raise ArgumentError, "a listing is NUL-terminated non-empty names" unless files.empty? || files.end_with?("\0")
+          unless files.empty? || files.end_with?("\0")
+            raise ArgumentError, "a listing is NUL-terminated non-empty names"
+          end
 
           @names = files.b.split("\0", -1)
           @names.pop
