@@ -41,7 +41,8 @@ def measure(dir, cmd, env = ENV_VARS)
   after = Process.times
   raise "#{cmd.join(" ")} failed in #{dir}:\n#{out}\n#{err}" unless status.success?
 
-  [after.cutime + after.cstime - times.cutime - times.cstime, Process.clock_gettime(Process::CLOCK_MONOTONIC) - before, err]
+  [after.cutime + after.cstime - times.cutime - times.cstime,
+   Process.clock_gettime(Process::CLOCK_MONOTONIC) - before, err]
 end
 
 # Raises unless the boot's LOADOUT_STATS report shows nothing compiled.
@@ -66,8 +67,10 @@ Dir.mktmpdir("loadout-fleet") do |tmp|
   FileUtils.mkdir_p(File.dirname(build))
   FileUtils.cp_r(RailsAppGenerator.path, build)
   FileUtils.rm_rf(File.join(build, CACHE))
-  cpu, wall, = measure(build, %w[bundle exec loadout precompile --gemfile --] + BOOT, ENV_VARS.merge("LOADOUT_STATS" => nil))
-  puts format("build: precompile --gemfile -- %s (RAILS_ENV=%s): %.1f s CPU, %.1f s wall", BOOT.join(" "), RAILS_ENV, cpu, wall)
+  cpu, wall, = measure(build, %w[bundle exec loadout precompile --gemfile --] + BOOT,
+                       ENV_VARS.merge("LOADOUT_STATS" => nil))
+  puts format("build: precompile --gemfile -- %s (RAILS_ENV=%s): %.1f s CPU, %.1f s wall", BOOT.join(" "), RAILS_ENV,
+              cpu, wall)
   archive = File.join(tmp, "cache.tar")
   system("tar", "-C", build, "-cf", archive, CACHE, exception: true)
   2.times { measure(build, BOOT) } # the build's own stat records, past the racy window
@@ -103,7 +106,8 @@ Dir.mktmpdir("loadout-fleet") do |tmp|
     rows[:fleet] << fleet
     rows[:fleet_wall] << fleet_wall
     ratios << first / warm
-    puts format("round %d: warm %.2f s, first %.2f s (%.2fx), second %.2f s, %d workers at once %.2f s CPU each (%.1f s wall)",
+    puts format("round %d: warm %.2f s, first %.2f s (%.2fx), second %.2f s, " \
+                "%d workers at once %.2f s CPU each (%.1f s wall)",
                 round + 1, warm, first, first / warm, second, WORKERS, fleet, fleet_wall)
     dirs.each { |d| FileUtils.rm_rf(File.dirname(d)) }
     FileUtils.rm_rf(File.dirname(dir))
@@ -113,6 +117,7 @@ Dir.mktmpdir("loadout-fleet") do |tmp|
               ROUNDS, median(rows[:warm]), median(rows[:first]), median(rows[:second]), WORKERS, median(rows[:fleet]),
               median(ratios), ratios.max)
   puts JSON.generate(rounds: ROUNDS, workers: WORKERS, rails_env: RAILS_ENV,
-                     medians: rows.transform_values { |l| median(l).round(3) }, first_over_warm: median(ratios).round(3),
+                     medians: rows.transform_values { |l| median(l).round(3) },
+                     first_over_warm: median(ratios).round(3),
                      fleet_over_warm: (median(rows[:fleet]) / median(rows[:warm])).round(3))
 end

@@ -98,6 +98,7 @@ Dir.mktmpdir("loadout-bench-floor") do |tmp|
   end
   puts Bench.table(rows, ["boot (ms)", "median", "vs bootsnap", "per-round median vs bootsnap"])
   puts "The floor is what a cache that hands Ruby instruction sequences cannot go below on #{RUBY_VERSION}."
-  puts format("bench iseq_floor: floor_ms=%.0f bootsnap_ms=%.0f loadout_ms=%.0f floor_vs_bootsnap=%.2f loadout_vs_bootsnap=%.2f",
-              med[:floor], med[:bootsnap], med[:loadout], per_round.(:floor, :bootsnap), per_round.(:loadout, :bootsnap))
+  puts format("bench iseq_floor: floor_ms=%.0f bootsnap_ms=%.0f loadout_ms=%.0f floor_vs_bootsnap=%.2f " \
+              "loadout_vs_bootsnap=%.2f", med[:floor], med[:bootsnap], med[:loadout], per_round.(:floor, :bootsnap),
+              per_round.(:loadout, :bootsnap))
 end
