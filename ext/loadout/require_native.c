@@ -98,7 +98,7 @@ load_path_unchanged(void)
     return 1;
 }
 
-/* Relative $LOAD_PATH entries are expanded against the cwd (load.c re-expands them when it
+/* Relative $LOAD_PATH items are expanded against the cwd (load.c re-expands them when it
  * changes, checking on every search): the table holds for the cwd it was built in. */
 static int
 cwd_unchanged(void)

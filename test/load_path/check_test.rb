@@ -65,7 +65,7 @@ class LoadPathCheckTest < Minitest::Test
     end
   end
 
-  test "a changed entry of the boot-time $LOAD_PATH is named too" do
+  test "a changed item of the boot-time $LOAD_PATH is named too" do
     with_booted_app do |app, lib|
       2.times { boot!(app, lib) }
       File.write(File.join(lib, "loadout/zz_added.rb"), "")

@@ -24,7 +24,7 @@ class LoadPathIndexTest < Minitest::Test
     found.is_a?(Array) ? "e#{found[0]}/#{found[1]}" : found
   end
 
-  test "the first entry holding a name wins; x.rb in any entry beats x.so in an earlier one" do
+  test "the first item holding a name wins; x.rb in any item beats x.so in an earlier one" do
     t = table(%w[x.so y.rb], %w[x.rb y.rb z.so])
     assert_equal "e1/x.rb", look(t, "x")
     assert_equal "e0/x.so", look(t, "x.so")
@@ -43,10 +43,10 @@ class LoadPathIndexTest < Minitest::Test
     assert_equal :miss, look(t, "task")
   end
 
-  test "an entry the index cannot describe makes what lies after it unknown" do
+  test "an item the index cannot describe makes what lies after it unknown" do
     t = table(%w[x.rb], %w[y.rb z.so], opaque_at: 1)
     assert_equal "e0/x.rb", look(t, "x")
-    assert_equal :unknown_entry, look(t, "y"), "the opaque entry may hold y.rb"
+    assert_equal :unknown_entry, look(t, "y"), "the opaque item may hold y.rb"
     assert_equal :unknown_entry, look(t, "nope"), "a miss is only certain when every entry was listed"
     t2 = table(%w[x.so], opaque_at: 1)
     assert_equal :unknown_entry, look(t2, "x"), "the opaque entry may hold x.rb, which beats x.so"

@@ -55,7 +55,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "a file added to a volatile entry between boots is found, only that entry is rescanned" do
+  test "a file added to a volatile dir between boots is found, only that dir is rescanned" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -67,7 +67,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "a file added to a new shadowing path in a volatile entry wins over a gem" do
+  test "a file added to a new shadowing path in a volatile dir wins over a gem" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -89,7 +89,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "an empty entry is left out of the search, and a file added to it later is found" do
+  test "an empty item is left out of the search, and a file added to it later is found" do
     with_files(tree + [["app/empty/"]]) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -115,7 +115,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "a different $LOAD_PATH reuses the stored listings of the entries it shares" do
+  test "a different $LOAD_PATH reuses the stored listings of the dirs it shares" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -129,7 +129,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "trust: :all restores volatile entries without checking them" do
+  test "trust: :all restores volatile dirs without checking them" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"

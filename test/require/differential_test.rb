@@ -15,7 +15,7 @@ class RequireDifferentialTest < Minitest::Test
     [plain, with]
   end
 
-  test "shadowing across entries: the first entry holding the feature wins" do
+  test "shadowing across items: the first item holding the feature wins" do
     files = [["a/x.rb", "puts 'a/x'"], ["b/x.rb", "puts 'b/x'"], ["b/y.rb", "puts 'b/y'"],
              ["c/y.rb", "puts 'c/y'"], ["a/deep/z.rb", "puts 'a/deep/z'"], ["b/deep/z.rb", "puts 'b/deep/z'"]]
     with_files(files) do |dir|
@@ -109,7 +109,7 @@ class RequireDifferentialTest < Minitest::Test
     end
   end
 
-  test "features found through a symlinked $LOAD_PATH entry are recorded under its realpath" do
+  test "features found through a symlinked $LOAD_PATH item are recorded under its realpath" do
     files = [["real/lib/sy.rb", "puts __FILE__"], ["real/lib/deep/sz.rb", "puts __FILE__"],
              ["other/sy.rb", "puts 'other'"]]
     with_files(files) do |dir|
@@ -127,7 +127,7 @@ class RequireDifferentialTest < Minitest::Test
     end
   end
 
-  test "relative entries and Dir.chdir during boot" do
+  test "relative items and Dir.chdir during boot" do
     files = [["one/lib/r1.rb", "puts 'one r1'"], ["one/lib/r2.rb", "puts 'one r2'"],
              ["two/lib/r2.rb", "puts 'two r2'"], ["two/lib/r3.rb", "puts 'two r3'"], ["one/dot.rb", "puts 'dot'"]]
     with_files(files) do |dir|

@@ -64,7 +64,7 @@ class LoadPathRewriteTest < Minitest::Test
   end
 
   # ruby/ruby's test_require.rb, test_require_changed_home: a "~" entry follows $HOME.
-  test "a ~ entry after $LOAD_PATH was replaced follows HOME, as in plain Ruby" do
+  test "a ~ item after $LOAD_PATH was replaced follows HOME, as in plain Ruby" do
     with_files([["foo_home.rb", "puts 'foo'"], ["a/bar_home.rb", "puts 'bar'"]]) do |dir|
       script = <<~RUBY
         require "loadout"

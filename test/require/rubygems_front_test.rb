@@ -94,7 +94,7 @@ class RequireRubyGemsFrontTest < Minitest::Test
     end
   end
 
-  test "-I beats a default gem: a .rb, a bare file, a symlinked entry, a relative entry" do
+  test "-I beats a default gem: a .rb, a bare file, a symlinked item, a relative item" do
     files = [["shadow/set.rb", "puts 'my set'\n"], ["bare/ostruct", "not ruby\n"],
              ["real/securerandom.rb", "puts 'my sr'\n"], ["rel/digest.rb", "puts 'my digest'\n"]]
     with_files(files) do |dir|
@@ -114,7 +114,7 @@ class RequireRubyGemsFrontTest < Minitest::Test
     end
   end
 
-  test "a default gem whose name no entry ahead holds, with an unlisted entry ahead: RubyGems decides" do
+  test "a default gem whose name no item ahead holds, with an unlisted item ahead: RubyGems decides" do
     with_files([["locked/x.rb", "1\n"]]) do |dir|
       File.chmod(0o000, "#{dir}/locked")
       _, with = same_without_bundler(<<~RUBY)

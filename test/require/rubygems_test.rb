@@ -56,7 +56,7 @@ class RequireRubyGemsTest < Minitest::Test
       assert_equal "gamma\nalpha 2.0\nalpha 2 extra\n", with.stdout
       # gamma_only, alpha and not_in_any_gem are index misses (no $LOAD_PATH scan): the hook sits
       # under RubyGems' require, which catches the LoadError and activates a gem for the first
-      # two, then requires again: hits, from the activated gem's new $LOAD_PATH entry.
+      # two, then requires again: hits, from the activated gem's new $LOAD_PATH item.
       assert_index_used(with, hits: 3, misses: 3)
       assert_equal 0, with.stats[:fallbacks], with.stats.inspect
     end
