@@ -61,21 +61,27 @@ OptionParser.new do |o|
   o.on("--large", "seed 000/001's size, Bundler layout, single-layer scenarios: 300 gems, 6,000 files, 400 YAML") do
     opts.merge!(gems: 300, files: 6000, yaml: 400, rounds: 5, layout: :bundler)
   end
-  o.on("--unbundled", "the large size without Bundler: RubyGems' require in place, lib dirs unshifted onto $LOAD_PATH " \
-                      "ahead of RubyGems' insert index, most requires already loaded, optional requires, autoload") do
+  o.on("--unbundled", "the large size without Bundler: RubyGems' require in place, lib dirs unshifted onto " \
+                      "$LOAD_PATH ahead of RubyGems' insert index, most requires already loaded, optional requires, " \
+                      "autoload") do
     opts.merge!(gems: 300, files: 6000, yaml: 400, rounds: 5, layout: :unbundled)
   end
-  o.on("--bundler", "the Bundler layout (gem home, shuffled lib dirs ahead of Ruby's, Zeitwerk app)") { opts[:layout] = :bundler }
+  o.on("--bundler", "the Bundler layout (gem home, shuffled lib dirs ahead of Ruby's, Zeitwerk app)") do
+    opts[:layout] = :bundler
+  end
   o.on("--dev", "development_mode: true for both caches (default: false, like production)") { opts[:dev] = true }
   o.on("--strace", "one extra boot per scenario under strace -c -f: syscall counts") { opts[:strace] = true }
   o.on("--parallel", "also N = 1, 4, 8 cold boots at once on one empty cache: total CPU, store size") do
     opts[:parallel] = true
   end
-  o.on("--valgrind", "one extra boot per scenario under valgrind (cachegrind): instruction counts; slow") { opts[:valgrind] = true }
+  o.on("--valgrind", "one extra boot per scenario under valgrind (cachegrind): instruction counts; slow") do
+    opts[:valgrind] = true
+  end
   o.on("--only LIST", "comma-separated scenarios to run (e.g. bootsnap_warm,loadout_warm; plain always runs)") do |v|
     opts[:only] = v.split(",")
   end
-  o.on("--shapes LIST", "run each shape (small, default, large, unbundled) in turn and compare them in one table") do |v|
+  o.on("--shapes LIST",
+       "run each shape (small, default, large, unbundled) in turn and compare them in one table") do |v|
     opts[:shapes] = v.split(",")
   end
   o.on("--out FILE", "results file (default bench/results/boot-<date>.md)") { |v| opts[:out] = v }
@@ -162,16 +168,16 @@ end
 
 # Runs one boot; returns [seconds, digest line]. The child gets its own process group, and the
 # timing stops when the child exits, but the next boot waits until the whole group is gone: a
-# cache may finish its writes in a background process (loadout's at-exit compile of misses),
-# and a warm run must not race it.
-Bench::Subreaper.enable # a boot's background worker is reparented to us: waited for and counted
+# cache may finish its writes in another process (loadout does not), and a warm run must not
+# race it.
+Bench::Subreaper.enable # what a boot leaves running is reparented to us: waited for and counted
 
 def boot(app, mode, bs, dev, prefix: [])
   out_r, out_w = IO.pipe
   cpu_before = Process.times
   started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   pid = Process.spawn(env_for(mode, bs, dev), *prefix, *command(mode, bs), chdir: app, out: out_w, err: out_w,
-                                                                            pgroup: true)
+                                                                           pgroup: true)
   out_w.close
   output = out_r.read
   _, status = Process.wait2(pid)
@@ -203,7 +209,9 @@ SETTLED = (LAYERED + GC_TUNED).freeze
 ALL_SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
                  (LAYERS ? LAYERED + FLOORS : []) + GC_TUNED).freeze
 unknown = (opts[:only] || []) - ALL_SCENARIOS
-abort "bench boot: --only: unknown scenario(s) #{unknown.join(", ")} (one of #{ALL_SCENARIOS.join(", ")})" unless unknown.empty?
+unless unknown.empty?
+  abort "bench boot: --only: unknown scenario(s) #{unknown.join(", ")} (one of #{ALL_SCENARIOS.join(", ")})"
+end
 SCENARIOS = (opts[:only] ? ALL_SCENARIOS.select { |s| s == "plain" || opts[:only].include?(s) } : ALL_SCENARIOS).freeze
 times = Hash.new { |h, k| h[k] = [] }
 cpus = Hash.new { |h, k| h[k] = [] }
@@ -261,7 +269,8 @@ LAYERED.each do |scenario|
 end
 # Warm or CI scenarios run without their cold one (--only): their cache is filled the same way.
 %w[bootsnap loadout].each do |mode|
-  next if SCENARIOS.include?("#{mode}_cold") || SCENARIOS.none? { |s| s.start_with?("#{mode}_") && !LAYERED.include?(s) }
+  next if SCENARIOS.include?("#{mode}_cold")
+  next if SCENARIOS.none? { |s| s.start_with?("#{mode}_") && !LAYERED.include?(s) }
   next if mode == "bootsnap" && !bs
 
   FileUtils.rm_rf(CACHES[mode])
@@ -276,8 +285,12 @@ unless (SCENARIOS & GC_TUNED).empty?
   rec_cache = File.join(app, "tmp/cache-gc-record")
   FileUtils.rm_rf(rec_cache)
   settle.call
-  2.times { Process.wait(Process.spawn(env_for("loadout", bs, opts[:dev]).merge("BENCH_CACHE" => rec_cache), *command("loadout", bs), chdir: app, out: File::NULL, err: File::NULL)) }
-  gc = (Loadout::LastBoot.read(File.join(rec_cache, "store")) || {}).filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h
+  2.times do
+    Process.wait(Process.spawn(env_for("loadout", bs, opts[:dev]).merge("BENCH_CACHE" => rec_cache),
+                               *command("loadout", bs), chdir: app, out: File::NULL, err: File::NULL))
+  end
+  recorded = Loadout::LastBoot.read(File.join(rec_cache, "store")) || {}
+  gc = recorded.filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h
   Loadout::GCSettings.recommend(gc).each { |name, value, _| GC_ENV[name] = value.to_s }
   warn "bench boot: GC settings for the _gc scenarios: #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}"
 end
@@ -397,12 +410,15 @@ out = opts[:out] || File.join(ROOT, "bench/results/boot-#{date}.md")
 lines = []
 lines << "# Boot benchmark, #{Time.now.utc.iso8601}"
 lines << ""
-lines << "App: #{rb_files} Ruby files in #{opts[:gems]} gem dirs on $LOAD_PATH + app/, #{opts[:yaml]} YAML locale files " \
-         "(seed #{opts[:seed]}#{", #{opts[:layout]} layout, Zeitwerk app" if LAYERS}); #{opts[:rounds]} interleaved rounds; " \
-         "development_mode: #{opts[:dev]}."
+lines << "App: #{rb_files} Ruby files in #{opts[:gems]} gem dirs on $LOAD_PATH + app/, " \
+         "#{opts[:yaml]} YAML locale files " \
+         "(seed #{opts[:seed]}#{", #{opts[:layout]} layout, Zeitwerk app" if LAYERS}); " \
+         "#{opts[:rounds]} interleaved rounds; development_mode: #{opts[:dev]}."
 lines << "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs; #{`uname -sr`.strip}; loadout backend " \
-         "#{ENV["LOADOUT_PURE"].to_s.match?(/\A(1|true|yes)\z/i) ? "ruby" : "native"}; bootsnap #{bs ? bs[:version] : "absent"}."
-lines << "Command: `#{["ruby bench/boot.rb", *ARGS].join(" ")}` (options: #{opts.reject { |k, _| k == :out }.map { |k, v| "#{k}=#{v}" }.join(" ")})"
+         "#{ENV["LOADOUT_PURE"].to_s.match?(/\A(1|true|yes)\z/i) ? "ruby" : "native"}; " \
+         "bootsnap #{bs ? bs[:version] : "absent"}."
+shown = opts.reject { |k, _| k == :out }.map { |k, v| "#{k}=#{v}" }.join(" ")
+lines << "Command: `#{["ruby bench/boot.rb", *ARGS].join(" ")}` (options: #{shown})"
 lines << ""
 header = "| scenario | median s | min-max s | vs plain | vs bootsnap (same phase, per round) | median cpu s | " \
          "cpu vs bootsnap | objects | GCs | features equal |"
@@ -415,7 +431,8 @@ SCENARIOS.each do |s|
 
   peer = peer_of.(s)
   row = "| #{s} | #{fmt.(med[s])} | #{fmt.(times[s].min)}-#{fmt.(times[s].max)} | #{ratio.(med[s], med["plain"])} | " \
-        "#{peer ? round_ratio.(s, peer, times) : "-"} | #{fmt.(med_cpu[s])} | #{peer ? round_ratio.(s, peer, cpus) : "-"} | " \
+        "#{peer ? round_ratio.(s, peer, times) : "-"} | #{fmt.(med_cpu[s])} | " \
+        "#{peer ? round_ratio.(s, peer, cpus) : "-"} | " \
         "#{med_obj[s] || "n/a"} | #{med_gc[s] || "n/a"} | #{digests[s].uniq == [reference]} |"
   row += " #{extra[s][:syscalls]} | #{extra[s][:top_syscalls]} |" if opts[:strace]
   row += " #{extra[s][:instructions]} |" if opts[:valgrind]
@@ -423,12 +440,13 @@ SCENARIOS.each do |s|
 end
 lines << ""
 lines << "Wall time from spawn to exit of each boot; cpu = user+sys of the boot and of every process it " \
-         "started (a background worker included, waited for). Ratios vs plain are median/median, vs bootsnap the " \
+         "started (any it left running included, waited for). Ratios vs plain are median/median, vs bootsnap the " \
          "median of per-round ratios (< 1 is faster). \"ci\" = every source file's mtime changed, caches kept; " \
          "\"lp\"/\"cc\" = that layer only (load-path cache / compile cache), warm."
 unless GC_ENV.empty? || cpus["loadout_gc_warm"].empty?
   lines << ""
-  lines << "GC settings (`loadout gc` after a warm boot of this app): #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}. " \
+  lines << "GC settings (`loadout gc` after a warm boot of this app): " \
+           "#{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}. " \
            "CPU per round against Bootsnap's warm boot without them: loadout with them " \
            "#{round_ratio.("loadout_gc_warm", "bootsnap_warm", cpus)}, Bootsnap with them " \
            "#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)}; loadout with them against loadout without: " \
@@ -437,7 +455,8 @@ end
 notes.uniq.each { |n| lines << "- #{n}" }
 unless parallel_rows.empty?
   lines << ""
-  lines << "Parallel cold boots on one empty cache dir (started at once; CPU of all of them and of whatever they started):"
+  lines << "Parallel cold boots on one empty cache dir " \
+           "(started at once; CPU of all of them and of whatever they started):"
   lines << ""
   lines << "| N | tool | wall s | cpu s | cpu per boot s | cache dir MB | all correct |"
   lines << "|---|---|---|---|---|---|---|"
@@ -458,7 +477,8 @@ puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["boot
      "bootsnap_warm_s=#{fmt.(med["bootsnap_warm"])} bootsnap_ci_s=#{fmt.(med["bootsnap_ci"])} " \
      "loadout_cold_s=#{fmt.(med["loadout_cold"])} loadout_warm_s=#{fmt.(med["loadout_warm"])} " \
      "loadout_ci_s=#{fmt.(med["loadout_ci"])} features_equal=#{features_equal} " \
-     "loadout_warm_objects=#{med_obj["loadout_warm"] || "n/a"} bootsnap_warm_objects=#{med_obj["bootsnap_warm"] || "n/a"} " \
+     "loadout_warm_objects=#{med_obj["loadout_warm"] || "n/a"} " \
+     "bootsnap_warm_objects=#{med_obj["bootsnap_warm"] || "n/a"} " \
      "loadout_warm_gc=#{med_gc["loadout_warm"] || "n/a"} bootsnap_warm_gc=#{med_gc["bootsnap_warm"] || "n/a"} " \
      "warm_cpu_vs_bootsnap=#{round_ratio.("loadout_warm", "bootsnap_warm", cpus)} " \
      "cold_cpu_vs_plain=#{cold_total.("loadout_cold")} " \

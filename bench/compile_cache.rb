@@ -29,7 +29,8 @@ LIB = File.expand_path("../lib", __dir__)
 
 # Children get the gems' paths with -I, not Bundler: run this under `bundle exec` (the gems live
 # in vendor/bundle) and every scenario still boots without Bundler's setup cost.
-CHILD_ENV = ENV.keys.grep(/\A(RUBYOPT|RUBYLIB|BUNDLE_|BUNDLER_)/).to_h { |k| [k, nil] }.merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"])
+CHILD_ENV = ENV.keys.grep(/\A(RUBYOPT|RUBYLIB|BUNDLE_|BUNDLER_)/).to_h { |k| [k, nil] }
+               .merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"])
 
 BOOTSNAP_PATHS = Bench.gem_paths("bootsnap").then { |bs| bs.empty? ? bs : bs + Bench.gem_paths("msgpack") }
 MSGPACK_PATHS = Bench.gem_paths("msgpack")
@@ -109,7 +110,8 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
   }
   scenarios.delete(:bootsnap_ci_reval) unless BOOTSNAP_PATHS.any?
   %i[bootsnap_warm bootsnap_ci].each { |s| scenarios.delete(s) } if BOOTSNAP_PATHS.empty?
-  warn "bench compile_cache: #{FILES} Ruby files (#{METHODS} methods each), #{YAML_FILES} YAML files, #{ROUNDS} rounds; writing apps..."
+  warn "bench compile_cache: #{FILES} Ruby files (#{METHODS} methods each), #{YAML_FILES} YAML files, " \
+       "#{ROUNDS} rounds; writing apps..."
   master = File.join(tmp, "master")
   Loadout::Bench::CompileApp.write(master, files: FILES, yaml: YAML_FILES, methods: METHODS)
   apps = scenarios.keys.to_h do |name|
@@ -118,7 +120,9 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
     system("cp", "-r", master, app, exception: true)
     [name, app]
   end
-  caches = scenarios.keys.to_h { |name| [name, File.join(tmp, name.to_s, name.to_s.start_with?("bootsnap") ? "bootsnap" : "loadout.store")] }
+  caches = scenarios.keys.to_h do |name|
+    [name, File.join(tmp, name.to_s, name.to_s.start_with?("bootsnap") ? "bootsnap" : "loadout.store")]
+  end
   # Ctimes of freshly written files are within the racy window: age the app before caching it.
   sleep 2.1
   # Warm-up: fill the caches (a cold boot, then a boot that settles revalidation).
@@ -159,12 +163,15 @@ Dir.mktmpdir("loadout-bench-cc") do |tmp|
 
     Bench.median(samples[a].zip(samples[b]).map { |x, y| x / y })
   end
-  puts "targets: warm <= 0.8x bootsnap warm (#{format("%.2f", med[:loadout_warm] / (med[:bootsnap_warm] || Float::NAN))}x), " \
+  puts "targets: warm <= 0.8x bootsnap warm " \
+       "(#{format("%.2f", med[:loadout_warm] / (med[:bootsnap_warm] || Float::NAN))}x), " \
        "ci <= 1.2x loadout warm (#{format("%.2f", med[:loadout_ci] / med[:loadout_warm])}x), " \
        "cold <= 1.0x plain (#{format("%.2f", med[:loadout_cold] / med[:plain])}x)"
   puts "same targets, median of per-round ratios: warm #{format("%.2f", paired.(:loadout_warm, :bootsnap_warm))}x, " \
-       "ci #{format("%.2f", paired.(:loadout_ci, :loadout_warm))}x, cold #{format("%.2f", paired.(:loadout_cold, :plain))}x"
+       "ci #{format("%.2f", paired.(:loadout_ci, :loadout_warm))}x, " \
+       "cold #{format("%.2f", paired.(:loadout_cold, :plain))}x"
   fmt = ->(k) { med[k] ? format("%.3f", med[k]) : "NA" }
-  puts "bench compile_cache: plain_s=#{fmt.(:plain)} bootsnap_warm_s=#{fmt.(:bootsnap_warm)} bootsnap_ci_s=#{fmt.(:bootsnap_ci)} " \
+  puts "bench compile_cache: plain_s=#{fmt.(:plain)} bootsnap_warm_s=#{fmt.(:bootsnap_warm)} " \
+       "bootsnap_ci_s=#{fmt.(:bootsnap_ci)} " \
        "loadout_cold_s=#{fmt.(:loadout_cold)} loadout_warm_s=#{fmt.(:loadout_warm)} loadout_ci_s=#{fmt.(:loadout_ci)}"
 end

@@ -2,8 +2,8 @@
 
 # The store's size through gem upgrades (issue 15, part 2): an app whose $LOAD_PATH holds one
 # versioned gem of 200 files; each upgrade installs the next version and removes the old one,
-# then the app boots once (and its background compiler finishes). Prints the store size after
-# each upgrade and the size of a fresh store for the last state (a cold boot, then a warm one).
+# then the app boots once. Prints the store size after each
+# upgrade and the size of a fresh store for the last state (a cold boot, then a warm one).
 #
 #   ruby bench/eviction.rb                  # 30 upgrades
 #   UPGRADES=10 LOADOUT_PURE=1 ruby bench/eviction.rb

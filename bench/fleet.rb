@@ -43,7 +43,8 @@ def measure(dir, cmd, env = ENV_VARS)
   after = Process.times
   raise "#{cmd.join(" ")} failed in #{dir}:\n#{out}\n#{err}" unless status.success?
 
-  [after.cutime + after.cstime - times.cutime - times.cstime, Process.clock_gettime(Process::CLOCK_MONOTONIC) - before, err]
+  [after.cutime + after.cstime - times.cutime - times.cstime,
+   Process.clock_gettime(Process::CLOCK_MONOTONIC) - before, err]
 end
 
 # Raises unless the boot's LOADOUT_STATS report shows nothing compiled.
@@ -68,8 +69,10 @@ Dir.mktmpdir("loadout-fleet") do |tmp|
   FileUtils.mkdir_p(File.dirname(build))
   FileUtils.cp_r(RailsAppGenerator.path, build)
   FileUtils.rm_rf(File.join(build, CACHE))
-  cpu, wall, = measure(build, %w[bundle exec loadout precompile --gemfile --] + BOOT, ENV_VARS.merge("LOADOUT_STATS" => nil))
-  puts format("build: precompile --gemfile -- %s (RAILS_ENV=%s): %.1f s CPU, %.1f s wall", BOOT.join(" "), RAILS_ENV, cpu, wall)
+  cpu, wall, = measure(build, %w[bundle exec loadout precompile --gemfile --] + BOOT,
+                       ENV_VARS.merge("LOADOUT_STATS" => nil))
+  puts format("build: precompile --gemfile -- %s (RAILS_ENV=%s): %.1f s CPU, %.1f s wall", BOOT.join(" "), RAILS_ENV,
+              cpu, wall)
   archive = File.join(tmp, "cache.tar")
   system("tar", "-C", build, "-cf", archive, CACHE, exception: true)
   2.times { measure(build, BOOT) } # the build's own stat records, past the racy window
@@ -117,11 +120,13 @@ Dir.mktmpdir("loadout-fleet") do |tmp|
     FileUtils.rm_rf(File.dirname(dir))
   end
   puts format("medians over %d rounds (CPU s): warm %.2f, first boot at a new path %.2f, the boot after %.2f, " \
-              "%d at once %.2f each (%d warm boots at once: %.2f each); first/warm per round: median %.2fx (max %.2fx)",
+              "%d at once %.2f each (%d warm boots at once: %.2f each); first/warm per round: median %.2fx " \
+              "(max %.2fx)",
               ROUNDS, median(rows[:warm]), median(rows[:first]), median(rows[:second]), WORKERS, median(rows[:fleet]),
               WORKERS, median(rows[:crowd]), median(ratios), ratios.max)
   puts JSON.generate(rounds: ROUNDS, workers: WORKERS, rails_env: RAILS_ENV,
-                     medians: rows.transform_values { |l| median(l).round(3) }, first_over_warm: median(ratios).round(3),
+                     medians: rows.transform_values { |l| median(l).round(3) },
+                     first_over_warm: median(ratios).round(3),
                      fleet_over_warm: (median(rows[:fleet]) / median(rows[:warm])).round(3),
                      fleet_over_crowd: (median(rows[:fleet]) / median(rows[:crowd])).round(3))
 end

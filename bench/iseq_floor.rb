@@ -57,8 +57,8 @@ def child(kind, app, cache)
   [RbConfig.ruby, *paths.flat_map { |p| ["-I", p] }, "-e", "APP = #{app.dump}\n#{setup}#{TIMED_BOOT}"]
 end
 
-# The boot's own figure (ms). Its process group (loadout's background writer) is waited for, so
-# no boot ever runs beside another one's compiling.
+# The boot's own figure (ms). Its process group is waited for (loadout starts no process; a
+# boot cache that did would be waited for), so no boot ever runs beside another one's work.
 def run(cmd)
   io = IO.popen(CHILD_ENV, cmd, err: File::NULL, pgroup: true)
   pid = io.pid
@@ -98,6 +98,7 @@ Dir.mktmpdir("loadout-bench-floor") do |tmp|
   end
   puts Bench.table(rows, ["boot (ms)", "median", "vs bootsnap", "per-round median vs bootsnap"])
   puts "The floor is what a cache that hands Ruby instruction sequences cannot go below on #{RUBY_VERSION}."
-  puts format("bench iseq_floor: floor_ms=%.0f bootsnap_ms=%.0f loadout_ms=%.0f floor_vs_bootsnap=%.2f loadout_vs_bootsnap=%.2f",
-              med[:floor], med[:bootsnap], med[:loadout], per_round.(:floor, :bootsnap), per_round.(:loadout, :bootsnap))
+  puts format("bench iseq_floor: floor_ms=%.0f bootsnap_ms=%.0f loadout_ms=%.0f floor_vs_bootsnap=%.2f " \
+              "loadout_vs_bootsnap=%.2f", med[:floor], med[:bootsnap], med[:loadout], per_round.(:floor, :bootsnap),
+              per_round.(:loadout, :bootsnap))
 end

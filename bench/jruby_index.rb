@@ -72,7 +72,8 @@ def boot(app, mode)
   out_r, out_w = IO.pipe
   before = Process.times
   started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  pid = Process.spawn(env, RbConfig.ruby, "-I", File.join(ROOT, "lib"), *extra, "boot.rb", chdir: app, out: out_w, err: out_w)
+  pid = Process.spawn(env, RbConfig.ruby, "-I", File.join(ROOT, "lib"), *extra, "boot.rb",
+                      chdir: app, out: out_w, err: out_w)
   out_w.close
   output = out_r.read
   _, status = Process.wait2(pid)
@@ -109,9 +110,11 @@ end
 
 plain = digests["plain"]
 report = +"# JRuby: load-path index on and off (#{Time.now.utc.iso8601})\n\n"
-report << "`#{RUBY_DESCRIPTION}`, JRUBY_OPTS=#{ENV["JRUBY_OPTS"].inspect}; app: #{opts[:gems]} gems, #{opts[:files]} files, " \
+report << "`#{RUBY_DESCRIPTION}`, JRUBY_OPTS=#{ENV["JRUBY_OPTS"].inspect}; " \
+          "app: #{opts[:gems]} gems, #{opts[:files]} files, " \
           "#{opts[:yaml]} YAML; #{opts[:rounds]} warm rounds, interleaved; medians.\n\n"
-report << "| mode | cold wall s | warm wall s | warm CPU s | vs plain (wall) | same as plain |\n|---|---|---|---|---|---|\n"
+report << "| mode | cold wall s | warm wall s | warm CPU s | vs plain (wall) | same as plain |\n" \
+          "|---|---|---|---|---|---|\n"
 base = median(results["plain"].map(&:first))
 MODES.each_key do |m|
   w = median(results[m].map(&:first))

@@ -117,17 +117,21 @@ def syscalls_per_require(mode, count)
   [((last - first - 1).to_f / count).round(1), first]
 end
 # Tracing plain Ruby's millions of failed probes takes minutes: only with STRACE_PLAIN=1.
-traced = modes.to_h { |m| [m, m == "plain" && ENV["STRACE_PLAIN"] != "1" ? nil : syscalls_per_require(m, GEMS * FILES)] }
+traced = modes.to_h do |m|
+  [m, m == "plain" && ENV["STRACE_PLAIN"] != "1" ? nil : syscalls_per_require(m, GEMS * FILES)]
+end
 sys = traced.transform_values { |v| v && v[0] }
 
 puts format("%-9s %9s %9s %9s %14s %15s", "mode", "cold_s", "warm_s", "vs_plain", "syscalls/req", "setup_syscalls")
 modes.each do |m|
-  puts format("%-9s %9.3f %9.3f %8.2fx %14s %15s", m, cold[m], median(times[m]), median(times["plain"]) / median(times[m]),
-              sys[m].inspect, traced[m]&.last.inspect)
+  puts format("%-9s %9.3f %9.3f %8.2fx %14s %15s", m, cold[m], median(times[m]),
+              median(times["plain"]) / median(times[m]), sys[m].inspect, traced[m]&.last.inspect)
 end
 # On a shared machine a boot is often preempted mid-restore: the minimum shows the uncontended cost.
-puts "loadout index restore: median #{median(restore).round(2)} ms, min #{restore.min.round(2)} ms over #{restore.size} boots"
-puts format("bench load_path: restore_ms=%.2f plain_s=%.3f bootsnap_lpc_s=%s loadout_lpc_s=%.3f syscalls_per_require=%s",
+puts "loadout index restore: median #{median(restore).round(2)} ms, min #{restore.min.round(2)} ms " \
+     "over #{restore.size} boots"
+puts format("bench load_path: restore_ms=%.2f plain_s=%.3f bootsnap_lpc_s=%s loadout_lpc_s=%.3f " \
+            "syscalls_per_require=%s",
             median(restore), median(times["plain"]),
             times.key?("bootsnap") ? format("%.3f", median(times["bootsnap"])) : "NA",
             median(times["loadout"]), sys["loadout"].inspect)

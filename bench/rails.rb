@@ -27,7 +27,9 @@ opts = { rounds: 5, valgrind: false }
 OptionParser.new do |o|
   o.banner = "Usage: bundle exec ruby bench/rails.rb [options]"
   o.on("--rounds N", Integer, "interleaved rounds (default #{opts[:rounds]})") { |v| opts[:rounds] = v }
-  o.on("--valgrind", "one extra warm boot per tool under cachegrind: instruction counts (slow)") { opts[:valgrind] = true }
+  o.on("--valgrind", "one extra warm boot per tool under cachegrind: instruction counts (slow)") do
+    opts[:valgrind] = true
+  end
   o.on("--out FILE", "results file (default bench/results/rails-<date>.md)") { |v| opts[:out] = v }
 end.parse!
 
@@ -35,10 +37,12 @@ ROOT = File.expand_path("..", __dir__)
 app = RailsAppGenerator.path
 BOOTSNAP_GEMFILE = File.join(app, "Gemfile.bootsnap")
 unless File.file?("#{BOOTSNAP_GEMFILE}.lock")
-  File.write(BOOTSNAP_GEMFILE, "eval_gemfile File.expand_path(\"Gemfile\", __dir__)\ngem \"bootsnap\", \"1.26.1\", require: false\n")
+  File.write(BOOTSNAP_GEMFILE,
+             "eval_gemfile File.expand_path(\"Gemfile\", __dir__)\ngem \"bootsnap\", \"1.26.1\", require: false\n")
   FileUtils.cp(File.join(app, "Gemfile.lock"), "#{BOOTSNAP_GEMFILE}.lock")
   env = RailsAppGenerator.clean_env("BUNDLE_GEMFILE" => BOOTSNAP_GEMFILE, "BUNDLE_PATH" => RailsAppGenerator::BUNDLE_PATH)
-  system(env, "bundle", "install", "--quiet", chdir: app) or abort "bench rails: could not install bootsnap beside the app"
+  system(env, "bundle", "install", "--quiet", chdir: app) or
+    abort "bench rails: could not install bootsnap beside the app"
 end
 bootsnap_paths = nil
 
@@ -47,7 +51,8 @@ FileUtils.mkdir_p(File.dirname(REPORT))
 File.write(REPORT, <<~'RUBY')
   at_exit { $stderr.puts "bench-stats objects=#{GC.stat(:total_allocated_objects)} gc=#{GC.count} major=#{GC.stat(:major_gc_count)}" }
 RUBY
-CACHE = { "bootsnap" => File.join(app, "tmp/bench-cache-bootsnap"), "loadout" => File.join(app, "tmp/bench-cache-loadout") }.freeze
+CACHE = { "bootsnap" => File.join(app, "tmp/bench-cache-bootsnap"),
+          "loadout" => File.join(app, "tmp/bench-cache-loadout") }.freeze
 GC_ENV = {}
 
 def env_for(tool, gc, bootsnap_paths)
@@ -57,7 +62,8 @@ def env_for(tool, gc, bootsnap_paths)
   case tool
   when "plain" then env["LOADOUT_DISABLE"] = "1"
   when "bootsnap"
-    env.merge!("LOADOUT_DISABLE" => "1", "BUNDLE_GEMFILE" => BOOTSNAP_GEMFILE, "BOOTSNAP_CACHE_DIR" => CACHE["bootsnap"])
+    env.merge!("LOADOUT_DISABLE" => "1", "BUNDLE_GEMFILE" => BOOTSNAP_GEMFILE,
+               "BOOTSNAP_CACHE_DIR" => CACHE["bootsnap"])
   when "loadout" then env["LOADOUT_CACHE_DIR"] = CACHE["loadout"]
   end
   env.merge!(GC_ENV) if gc
@@ -66,7 +72,8 @@ end
 
 def command(tool)
   if tool == "bootsnap"
-    [RbConfig.ruby, "-e", 'require "bundler/setup"; require "bootsnap/setup"; ARGV.replace(%w[runner 1]); load "bin/rails"']
+    [RbConfig.ruby, "-e",
+     'require "bundler/setup"; require "bootsnap/setup"; ARGV.replace(%w[runner 1]); load "bin/rails"']
   else
     [RbConfig.ruby, "bin/rails", "runner", "1"]
   end
@@ -109,7 +116,8 @@ opts[:rounds].times do |round|
     objects[key] << objs
     gcs[key] << count
   end
-  warn format("bench rails: round %d/%d %s", round + 1, opts[:rounds], cpu.map { |k, v| format("%s=%.2f", k, v.last) }.join(" "))
+  warn format("bench rails: round %d/%d %s", round + 1, opts[:rounds],
+              cpu.map { |k, v| format("%s=%.2f", k, v.last) }.join(" "))
 end
 
 instructions = {}
@@ -128,7 +136,8 @@ end
 fmt = ->(v) { v ? format("%.2fx", v) : "n/a" }
 rows = SCENARIOS.map do |tool, with_gc|
   key = name.(tool, with_gc)
-  [key, format("%.3f", Bench.median(cpu[key])), tool == "bootsnap" && !with_gc ? "1.00x" : fmt.(ratio.(key, "bootsnap")),
+  [key, format("%.3f", Bench.median(cpu[key])),
+   tool == "bootsnap" && !with_gc ? "1.00x" : fmt.(ratio.(key, "bootsnap")),
    Bench.median(objects[key].compact).round, Bench.median(gcs[key].compact).round,
    with_gc ? "" : instructions[tool].to_s]
 end
@@ -139,13 +148,17 @@ lines = ["# Rails test app, production boot (`bin/rails runner 1`), #{Time.now.u
          "#{opts[:rounds]} interleaved rounds; app #{app}.",
          "Command: `bundle exec ruby bench/rails.rb #{ARGS.join(" ")}`; GC settings (`loadout gc`): " \
          "#{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}", "",
-         Bench.table(rows, ["scenario", "median cpu s", "cpu vs bootsnap (per round)", "objects", "GCs", "instructions"]), ""]
+         Bench.table(rows, ["scenario", "median cpu s", "cpu vs bootsnap (per round)", "objects", "GCs",
+                            "instructions"]), ""]
 FileUtils.mkdir_p(File.dirname(out))
 File.write(out, lines.join("\n"))
 puts lines
 puts "results: #{out}"
 puts "bench rails: plain_cpu=#{format("%.3f", Bench.median(cpu["plain"]))} " \
-     "bootsnap_warm_cpu=#{format("%.3f", Bench.median(cpu["bootsnap"]))} loadout_warm_cpu=#{format("%.3f", Bench.median(cpu["loadout"]))} " \
-     "loadout_vs_bootsnap=#{fmt.(ratio.("loadout", "bootsnap"))} loadout_gc_vs_bootsnap=#{fmt.(ratio.("loadout_gc", "bootsnap"))} " \
-     "bootsnap_gc_vs_bootsnap=#{fmt.(ratio.("bootsnap_gc", "bootsnap"))} loadout_objects=#{Bench.median(objects["loadout"].compact).round} " \
+     "bootsnap_warm_cpu=#{format("%.3f", Bench.median(cpu["bootsnap"]))} " \
+     "loadout_warm_cpu=#{format("%.3f", Bench.median(cpu["loadout"]))} " \
+     "loadout_vs_bootsnap=#{fmt.(ratio.("loadout", "bootsnap"))} " \
+     "loadout_gc_vs_bootsnap=#{fmt.(ratio.("loadout_gc", "bootsnap"))} " \
+     "bootsnap_gc_vs_bootsnap=#{fmt.(ratio.("bootsnap_gc", "bootsnap"))} " \
+     "loadout_objects=#{Bench.median(objects["loadout"].compact).round} " \
      "bootsnap_objects=#{Bench.median(objects["bootsnap"].compact).round}"

@@ -109,7 +109,11 @@ Dir.mktmpdir("loadout-bench-rake") do |root|
     full = File.join(small, path)
     saved = File.binread(full) if what == :delete
     mtime = File.mtime(full)
-    what == :touch ? File.utime(Bench::RakeProject::BASE_TIME + 60, Bench::RakeProject::BASE_TIME + 60, full) : File.delete(full)
+    if what == :touch
+      File.utime(Bench::RakeProject::BASE_TIME + 60, Bench::RakeProject::BASE_TIME + 60, full)
+    else
+      File.delete(full)
+    end
     listings = MODES.map { |mode| run!(small, mode, "-n").join }
     decisions << (listings.uniq.size == 1 && listings.first.include?("Execute (dry run) obj/"))
     File.binwrite(full, saved) if what == :delete
@@ -126,7 +130,8 @@ Dir.mktmpdir("loadout-bench-rake") do |root|
     [n, per_task]
   end
 
-  puts "Rake no-op: N object FileTasks x #{HEADERS} shared headers (rake #{Rake::VERSION}, #{ROUNDS} interleaved rounds, median wall s)"
+  puts "Rake no-op: N object FileTasks x #{HEADERS} shared headers " \
+       "(rake #{Rake::VERSION}, #{ROUNDS} interleaved rounds, median wall s)"
   fmt_stat = ->(v) { v ? format("%.2f", v) : "n/a" }
   others = MODES - [:stock]
   rows = SIZES.map do |n|
@@ -139,8 +144,10 @@ Dir.mktmpdir("loadout-bench-rake") do |root|
   puts Bench.table(rows, ["tasks", *MODES.map { |m| "#{m}_s" }, *others.map { |m| "#{m}_speedup" },
                           *MODES.map { |m| "#{m}_cpu_s" }, *others.map { |m| "#{m}_cpu_speedup" },
                           *MODES.map { |m| "#{m}_stats/task" }])
-  puts "wall and CPU (user + system of the rake process) are medians; CPU is less sensitive to other load on the machine"
-  puts "stat calls: strace -f -c (stat, lstat, newfstatat, statx), net of `rake baseline` (boot + Rakefile load), per object task"
+  puts "wall and CPU (user + system of the rake process) are medians; " \
+       "CPU is less sensitive to other load on the machine"
+  puts "stat calls: strace -f -c (stat, lstat, newfstatat, statx), " \
+       "net of `rake baseline` (boot + Rakefile load), per object task"
   puts "decisions: #{decisions.inspect}"
   if INSTRUCTIONS
     dir = Bench::RakeProject.write(File.join(root, "instructions"), objects: INSTRUCTIONS, headers: HEADERS)
@@ -155,7 +162,8 @@ Dir.mktmpdir("loadout-bench-rake") do |root|
 
   n = SIZES.max
   fmt = ->(v) { v ? format("%.2f", v) : "nan" }
-  puts format("bench rake: tasks=%d stock_s=%.3f loadout_s=%.3f stock_stats_per_task=%s loadout_stats_per_task=%s decisions_equal=%s",
+  puts format("bench rake: tasks=%d stock_s=%.3f loadout_s=%.3f stock_stats_per_task=%s " \
+              "loadout_stats_per_task=%s decisions_equal=%s",
               n, Bench.median(samples[[n, :stock]]), Bench.median(samples[[n, :loadout]]),
               fmt.(stats[n][:stock]), fmt.(stats[n][:loadout]), decisions_equal)
 end

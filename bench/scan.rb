@@ -21,7 +21,9 @@ OptionParser.new do |o|
   o.on("--rounds N", Integer) { |v| opts[:rounds] = v }
 end.parse!(ARGV)
 
-abort "bench/scan.rb needs the native extension (run `rake compile`); LOADOUT_PURE is set?" unless Loadout::BACKEND == :native
+unless Loadout::BACKEND == :native
+  abort "bench/scan.rb needs the native extension (run `rake compile`); LOADOUT_PURE is set?"
+end
 
 # A monorepo-like tree: nested packages, a few files each, some non-Ruby files.
 root = File.join(Dir.tmpdir, "loadout-bench-scan-#{opts[:dirs]}-#{opts[:files_per_dir]}")
@@ -79,12 +81,14 @@ samples = Bench.interleave(opts[:rounds], scenarios)
 samples[:find].map! { |ms| ms - find_baseline } # report find's walk, not its process spawn
 med = samples.transform_values { |v| Bench.median(v) }
 
-puts "Scan of #{files} requirable files in #{dirs} directories (#{opts[:rounds]} interleaved rounds, medians; find minus #{Bench.fmt(find_baseline)} ms spawn)"
+puts "Scan of #{files} requirable files in #{dirs} directories " \
+     "(#{opts[:rounds]} interleaved rounds, medians; find minus #{Bench.fmt(find_baseline)} ms spawn)"
 rows = med.map do |name, ms|
   [name, Bench.fmt(ms), format("%.2fx", ms / med[:native]), Bench.fmt(samples[name].min), Bench.fmt(samples[name].max)]
 end
 puts Bench.table(rows, %w[method median_ms vs_native min_ms max_ms])
-puts format("native is %.2fx faster than the naive walk and %.2fx the time of find", med[:naive] / med[:native], med[:native] / med[:find])
+puts format("native is %.2fx faster than the naive walk and %.2fx the time of find",
+            med[:naive] / med[:native], med[:native] / med[:find])
 
 if Bench.strace?
   lib = File.expand_path("../lib", __dir__)
@@ -93,15 +97,18 @@ if Bench.strace?
   walks = {
     native: "Loadout::Scan.call(ARGV[0])",
     ruby: "Loadout::Scan.const_get(:RubyWalk).new(ARGV[0], Loadout::Scan::DEFAULT_EXTENSIONS, [], []).run",
-    naive: "def w(d) = Dir.foreach(d) { |n| next if n == '.' || n == '..'; p = d + '/' + n; w(p) if File.directory?(p) }; w(ARGV[0])",
+    naive: "def w(d) = Dir.foreach(d) { |n| next if n == '.' || n == '..'; p = d + '/' + n; " \
+           "w(p) if File.directory?(p) }; w(ARGV[0])",
     glob: "Dir.glob('**/*', base: ARGV[0])",
   }
   rows = walks.map do |name, code|
     s = Bench.syscalls([*prelude, code, root])
-    [name, s[:total] - base, (s[:calls]["getdents64"] || 0), %w[newfstatat statx stat lstat fstat].sum { |c| s[:calls][c] || 0 }]
+    [name, s[:total] - base, (s[:calls]["getdents64"] || 0),
+     %w[newfstatat statx stat lstat fstat].sum { |c| s[:calls][c] || 0 }]
   end
   f = Bench.syscalls(["find", root])
-  rows << [:find, f[:total], f[:calls]["getdents64"] || 0, %w[newfstatat statx stat lstat fstat].sum { |c| f[:calls][c] || 0 }]
+  rows << [:find, f[:total], f[:calls]["getdents64"] || 0,
+           %w[newfstatat statx stat lstat fstat].sum { |c| f[:calls][c] || 0 }]
   puts
   puts "Syscalls per scan (strace -c -f; Ruby rows minus interpreter startup)"
   puts Bench.table(rows, %w[method syscalls getdents64 stat_family])

@@ -146,7 +146,8 @@ Dir.mktmpdir("loadout-bench", ENV.fetch("BENCH_DIR", Dir.tmpdir)) do |dir|
     results[:open_scan] << scan_open
     results[:first_get_scan_us] << scan_get
     results[:compact] << compact_ms(store, dir)
-    puts format("round %d: none=%.0f flush=%.0f fsync=%.0f batch=%.0f baseline=%.0f open_hint=%.2fms open_scan=%.1fms compact=%.0fms",
+    puts format("round %d: none=%.0f flush=%.0f fsync=%.0f batch=%.0f baseline=%.0f open_hint=%.2fms " \
+                "open_scan=%.1fms compact=%.0fms",
                 round + 1, results[:none].last, results[:flush].last, results[:fsync].last, results[:batch].last,
                 results[:baseline].last, hint_open, scan_open, results[:compact].last)
   end
@@ -157,8 +158,9 @@ puts format("appends/s (200 B): none %.0f  flush %.0f  fsync %.0f  batch(4 threa
             m[:none], m[:flush], m[:fsync], m[:batch], m[:baseline])
 puts format("ratios: none/baseline %.2fx  flush/baseline %.2fx  batch/fsync %.2fx",
             m[:none] / m[:baseline], m[:flush] / m[:baseline], m[:batch] / m[:fsync])
-puts format("open %d values: with hint %.2f ms (first get %.0f us), without hint %.1f ms (first get %.0f us); scan/hint %.0fx",
-            VALUES, m[:open_hint], m[:first_get_hint_us], m[:open_scan], m[:first_get_scan_us], m[:open_scan] / m[:open_hint])
+puts format("open %d values: with hint %.2f ms (first get %.0f us), without hint %.1f ms (first get %.0f us); " \
+            "scan/hint %.0fx", VALUES, m[:open_hint], m[:first_get_hint_us], m[:open_scan], m[:first_get_scan_us],
+            m[:open_scan] / m[:open_hint])
 puts format("compaction of %d values (10%% garbage): %.0f ms", VALUES, m[:compact])
 puts format("target: none >= 1,000,000/s: %s; open with hint <= 5 ms: %s",
             m[:none] >= 1_000_000 ? "met" : "NOT met", m[:open_hint] <= 5 ? "met" : "NOT met")

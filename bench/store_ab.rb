@@ -82,5 +82,6 @@ end
 median = ->(list) { list.sort[list.size / 2] }
 medians = results.transform_values { |rows| labels.each_index.map { |i| median.(rows.map { |r| r[i] }) } }
 results.each_key { |lib| puts "#{lib}: #{labels.zip(medians[lib]).map { |l, v| "#{l}=#{v.round(3)}" }.join(" ")}" }
-puts "new/old: #{labels.each_index.map { |i| "#{labels[i]} #{(medians[new_lib][i] / medians[old_lib][i]).round(2)}x" }.join(", ")}"
+ratios = labels.each_index.map { |i| "#{labels[i]} #{(medians[new_lib][i] / medians[old_lib][i]).round(2)}x" }
+puts "new/old: #{ratios.join(", ")}"
 puts "(#{rounds} rounds, CPU time medians, #{RUBY_DESCRIPTION})"

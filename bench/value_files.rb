@@ -37,7 +37,7 @@ end.parse!(ARGV)
 LIB = File.expand_path("../lib", __dir__)
 MSGPACK = Bench.gem_paths("msgpack")
 CHILD_ENV = ENV.keys.grep(/\A(RUBYOPT|RUBYLIB|BUNDLE_|BUNDLER_|LOADOUT_)/).to_h { |k| [k, nil] }
-                .merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"])
+               .merge("LOADOUT_PURE" => ENV["LOADOUT_PURE"])
 
 CALLS = {
   "alias_unsafe" => ["alias.yml", "YAML.unsafe_load_file(PATH)"],

@@ -8,7 +8,8 @@ desc "kill -9 / compaction / concurrency stress for Loadout::Store and Journal (
 task stress: :compile do
   trials = ENV.fetch("LOADOUT_STRESS_TRIALS", "2000")
   env = { "LOADOUT_STRESS_TRIALS" => trials }
-  files = %w[test/store/crash_test.rb test/store/hint_test.rb test/store/concurrency_test.rb test/journal/journal_test.rb]
+  files = %w[test/store/crash_test.rb test/store/hint_test.rb test/store/concurrency_test.rb
+             test/journal/journal_test.rb]
   files.each do |file|
     sh env, RbConfig.ruby, "-Ilib", "-Itest", file, "-v"
   end

@@ -106,7 +106,8 @@ class ConfigTest < Minitest::Test
     assert_equal :stable, config(trust: :stable).trust
     assert_equal :stable, config(trust: "stable").trust
     assert_equal :all, config(trust: :all).trust
-    assert_equal [nil, nil, :stable, :stable], [nil, :none, :stable, :all].map { |t| config(trust: t).compile_cache_trust }
+    assert_equal [nil, nil, :stable, :stable],
+                 [nil, :none, :stable, :all].map { |t| config(trust: t).compile_cache_trust }
     assert_rejected(:trust, :everything, ":stable")
     assert_rejected(:trust, true, ":all")
   end

@@ -5,9 +5,10 @@ require "fileutils"
 
 class NativeTest < Minitest::Test
   test "LOADOUT_PURE picks the backend once at load time" do
-    assert_equal ":native", run_ruby!('require "loadout"; print Loadout::BACKEND.inspect', env: { "LOADOUT_PURE" => "0" }).stdout
+    script = 'require "loadout"; print Loadout::BACKEND.inspect'
+    assert_equal ":native", run_ruby!(script, env: { "LOADOUT_PURE" => "0" }).stdout
     %w[1 true yes TRUE].each do |value|
-      assert_equal ":ruby", run_ruby!('require "loadout"; print Loadout::BACKEND.inspect', env: { "LOADOUT_PURE" => value }).stdout
+      assert_equal ":ruby", run_ruby!(script, env: { "LOADOUT_PURE" => value }).stdout
     end
   end
 
@@ -34,7 +35,8 @@ class NativeTest < Minitest::Test
   end
 
   def ruby_in(dir, script, *args)
-    Open3.capture3({ "LOADOUT_PURE" => nil, "RUBYOPT" => nil }, RbConfig.ruby, "-I", File.join(dir, "lib"), "-e", script, *args)
+    Open3.capture3({ "LOADOUT_PURE" => nil, "RUBYOPT" => nil }, RbConfig.ruby, "-I", File.join(dir, "lib"),
+                   "-e", script, *args)
   end
 
   test "the warning of a path gem without its extension says how to build it" do
@@ -42,7 +44,8 @@ class NativeTest < Minitest::Test
       _, err, status = ruby_in(dir, 'require "loadout"')
       assert status.success?, err
       assert_equal 1, err.lines.size, err
-      assert_equal "loadout: native extension unavailable (cannot load such file -- #{dir}/lib/loadout/loadout_ext); using the " \
+      assert_equal "loadout: native extension unavailable (cannot load such file -- " \
+                   "#{dir}/lib/loadout/loadout_ext); using the " \
                    "pure-Ruby backend, which is slower. Fix: build it with `rake compile` in #{dir}, using the Ruby " \
                    "that runs the app (Bundler does not build extensions of gems it loads from a path) (or set " \
                    "LOADOUT_PURE=1 to use the Ruby backend without this warning)\n", err
@@ -53,7 +56,8 @@ class NativeTest < Minitest::Test
     with_unbuilt_copy(checkout: false) do |dir|
       _, err, = ruby_in(dir, 'require "loadout"')
       assert_equal 1, err.lines.size, err
-      assert_match(/using the pure-Ruby backend, which is slower\. Fix: reinstall loadout where a C compiler and Ruby's /, err)
+      assert_includes err, "using the pure-Ruby backend, which is slower. Fix: reinstall loadout where a C compiler " \
+                           "and Ruby's "
       assert_match(/\(`gem pristine loadout`, or `bundle pristine loadout` in a bundle\)/, err)
     end
   end
@@ -76,7 +80,7 @@ class NativeTest < Minitest::Test
       FileUtils.cp_r(Loadout::TestSupport::Subprocess::LIB, dir)
       Dir.glob(File.join(dir, "lib/loadout/*.{so,bundle}")).each { |f| File.delete(f) }
       script = 'require "loadout"; r = Loadout::Scan.call(ARGV[0]); print Loadout::BACKEND.inspect, " ", r.files.size'
-      out, err, status = Open3.capture3({ "LOADOUT_PURE" => nil, "RUBYOPT" => nil }, RbConfig.ruby, "-I", File.join(dir, "lib"), "-e", script, File.join(dir, "lib"))
+      out, err, status = ruby_in(dir, script, File.join(dir, "lib"))
       assert status.success?, err
       assert_match(/\A:ruby \d+\z/, out)
       refute_equal 0, out.split.last.to_i

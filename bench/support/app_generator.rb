@@ -139,7 +139,8 @@ module Loadout
           # gem's dependencies and a default gem again, too).
           if @unbundled
             again = deps.map { |d| "require \"#{d}\"\n" }.join
-            body = "require \"set\"\nrequire \"#{name}/version\"\n#{again}require \"#{STDLIB.sample(random: @rng)}\"\n#{body}"
+            body = "require \"set\"\nrequire \"#{name}/version\"\n#{again}" \
+                   "require \"#{STDLIB.sample(random: @rng)}\"\n#{body}"
           elsif @bundler
             body = "require \"set\"\nrequire \"#{name}/version\"\n#{body}"
           end
@@ -169,7 +170,8 @@ module Loadout
           top << "\nbegin\n  require \"#{name}/native_speedup\"\nrescue LoadError\n  #{mod}::NATIVE = false\nend\n"
         end
         write("#{lib}/#{name}.rb", top)
-        write("#{lib}/#{name}/version.rb", "# frozen_string_literal: true\n\nmodule #{mod}\n  VERSION = \"#{index}.#{@rng.rand(10)}.0\"\nend\n")
+        write("#{lib}/#{name}/version.rb",
+              "# frozen_string_literal: true\n\nmodule #{mod}\n  VERSION = \"#{index}.#{@rng.rand(10)}.0\"\nend\n")
       end
 
       def autoload_file(lib, name, mod, sub, file)
@@ -199,16 +201,19 @@ module Loadout
         name = "#{WORDS[@rng.rand(WORDS.size)]}_#{index}"
         case @rng.rand(4)
         when 0
-          "\n#{ind}  def #{name}(items)\n#{ind}    items.map { |x| x.to_s * #{@rng.rand(1..3)} }.select { |s| s.size > #{@rng.rand(5)} }\n#{ind}  end\n"
+          "\n#{ind}  def #{name}(items)\n#{ind}    items.map { |x| x.to_s * #{@rng.rand(1..3)} }" \
+            ".select { |s| s.size > #{@rng.rand(5)} }\n#{ind}  end\n"
         when 1
           "\n#{ind}  def #{name}(value, fallback = nil)\n#{ind}    return fallback if value.nil?\n\n" \
             "#{ind}    case value\n#{ind}    when Integer then value * #{@rng.rand(1..9)}\n" \
             "#{ind}    when String then value.upcase\n#{ind}    else value.inspect\n#{ind}    end\n#{ind}  end\n"
         when 2
           "\n#{ind}  def #{name}\n#{ind}    @#{name} ||= begin\n#{ind}      h = {}\n" \
-            "#{ind}      #{@rng.rand(3..8)}.times { |i| h[\"k\#{i}\"] = i * #{@rng.rand(10)} }\n#{ind}      h\n#{ind}    end\n#{ind}  end\n"
+            "#{ind}      #{@rng.rand(3..8)}.times { |i| h[\"k\#{i}\"] = i * #{@rng.rand(10)} }\n" \
+            "#{ind}      h\n#{ind}    end\n#{ind}  end\n"
         else
-          "\n#{ind}  def #{name}(a, b: #{@rng.rand(10)}, **rest)\n#{ind}    raise ArgumentError, \"bad \#{a}\" if a.nil?\n\n" \
+          "\n#{ind}  def #{name}(a, b: #{@rng.rand(10)}, **rest)\n" \
+            "#{ind}    raise ArgumentError, \"bad \#{a}\" if a.nil?\n\n" \
             "#{ind}    [a, b, rest.keys.sort].flatten.compact.join(\"-\")\n#{ind}  end\n"
         end
       end
@@ -268,7 +273,9 @@ module Loadout
 
       def write_json
         3.times do |i|
-          pairs = Array.new(20) { |k| "\"#{WORDS[@rng.rand(WORDS.size)]}_#{k}\": [#{@rng.rand(100)}, \"#{WORDS[@rng.rand(WORDS.size)]}\"]" }
+          pairs = Array.new(20) do |k|
+            "\"#{WORDS[@rng.rand(WORDS.size)]}_#{k}\": [#{@rng.rand(100)}, \"#{WORDS[@rng.rand(WORDS.size)]}\"]"
+          end
           write("config/data_#{i}.json", "{#{pairs.join(", ")}}\n")
         end
       end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+# rubocop:disable Security/MarshalLoad -- it loads only the files it wrote itself (learn)
+
 # The floor of a boot cache, for bench/boot.rb's "floor_warm", "floor_lp_warm" and "floor_cold"
 # scenarios: what a boot would cost if a cache did its job for free. The generated Bundler-layout
 # app's boot.rb loads this file when BENCH_MODE is "floor" and calls BootFloor.start.

@@ -20,7 +20,9 @@ module Loadout
 
       def initialize(shapes, args, script)
         unknown = shapes - FLAGS.keys
-        raise ArgumentError, "--shapes: unknown shape(s) #{unknown.join(", ")} (one of #{FLAGS.keys.join(", ")})" unless unknown.empty?
+        unless unknown.empty?
+          raise ArgumentError, "--shapes: unknown shape(s) #{unknown.join(", ")} (one of #{FLAGS.keys.join(", ")})"
+        end
 
         @shapes = shapes
         @args = strip(args)

@@ -31,8 +31,9 @@ module Bench
     samples
   end
 
-  # Waits (up to +limit+ s) until no process of group +pgid+ is running: a boot's background
-  # writer (loadout's at-exit compile of misses) must not run into the next measurement.
+  # Waits (up to +limit+ s) until no process of group +pgid+ is running: anything a boot leaves
+  # running (a cache that finishes its writes in another process) must not run into the next
+  # measurement.
   def wait_group(pgid, limit = 120)
     deadline = clock + limit
     sleep 0.05 while group_alive?(pgid) && clock < deadline

@@ -2,8 +2,8 @@
 
 module Bench
   # Makes this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so
-  # a background process a boot leaves behind (loadout's at-exit compile worker) is reparented
-  # here: the bench waits for it and its CPU lands in Process.times.cutime like the boot's own.
+  # a process a boot leaves behind (a cache finishing its writes after exit; loadout starts
+  # none) is reparented here: the bench waits for it and its CPU lands in Process.times.cutime like the boot's own.
   # Elsewhere (no prctl) it does nothing and such work goes uncounted (the table says so).
   module Subreaper
     PR_SET_CHILD_SUBREAPER = 36
@@ -13,7 +13,7 @@ module Bench
     def enable
       require "fiddle"
       prctl = Fiddle::Function.new(Fiddle.dlopen(nil)["prctl"], [Fiddle::TYPE_INT, Fiddle::TYPE_LONG, Fiddle::TYPE_LONG,
-                                                                  Fiddle::TYPE_LONG, Fiddle::TYPE_LONG], Fiddle::TYPE_INT)
+                                                                 Fiddle::TYPE_LONG, Fiddle::TYPE_LONG], Fiddle::TYPE_INT)
       @enabled = prctl.call(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0).zero?
     rescue LoadError, Fiddle::DLError, StandardError
       @enabled = false

@@ -1,5 +1,4 @@
 #include "loadout.h"
-#include "lp_native.h"
 
 VALUE lo_mNative;
 

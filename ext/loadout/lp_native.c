@@ -1,8 +1,7 @@
 /*
  * Ruby binding of lp_table.c, registered on Loadout::Native:
- *   lp_listing(files)            -> Listing  (files: "rel\0rel\0...", copied)
- *   lp_table(listings, bases)    -> Table    (listings: [Listing | nil], bases: [String | nil])
- *   lp_table_find(table, rel)    -> position or nil
+ *   lp_listing(files)            -> LoadPathListing  (files: "rel\0rel\0...", copied)
+ *   lp_table(listings, bases)    -> LoadPathTable    (listings: [LoadPathListing | nil], bases: [String | nil])
  *   lp_listing_size(listing)     -> Integer
  *   lp_dirs_fresh(base, dirs, mtimes) -> true when every dir still has its recorded mtime
  *   lp_dir_changed(base, dirs, mtimes, dir) -> whether the deepest recorded dir on the way to
@@ -33,7 +32,7 @@ listing_memsize(const void *ptr)
 }
 
 static const rb_data_type_t listing_type = {
-    "Loadout::Native::Listing",
+    "Loadout::Native::LoadPathListing",
     { NULL, listing_free, listing_memsize, NULL, { NULL } },
     0, 0, RUBY_TYPED_FREE_IMMEDIATELY,
 };
@@ -82,7 +81,7 @@ index_memsize(const void *ptr)
 }
 
 static const rb_data_type_t index_type = {
-    "Loadout::Native::Table",
+    "Loadout::Native::LoadPathTable",
     { index_mark, index_free, index_memsize, NULL, { NULL } },
     0, 0, RUBY_TYPED_FREE_IMMEDIATELY,
 };
@@ -129,15 +128,6 @@ native_lp_table(VALUE self, VALUE listings, VALUE bases)
     xfree(list);
     if (err) rb_memerror();
     return obj;
-}
-
-static VALUE
-native_lp_table_find(VALUE self, VALUE table, VALUE rel)
-{
-    lo_lp_index *ix = lo_lp_index_get(table);
-    StringValue(rel);
-    long pos = lo_lp_table_find(&ix->table, RSTRING_PTR(rel), (size_t)RSTRING_LEN(rel));
-    return pos < 0 ? Qnil : LONG2NUM(pos);
 }
 
 static int64_t
@@ -239,14 +229,13 @@ native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE di
 void
 lo_lp_native_init(VALUE mNative)
 {
-    cListing = rb_define_class_under(mNative, "Listing", rb_cObject);
+    cListing = rb_define_class_under(mNative, "LoadPathListing", rb_cObject);
     rb_undef_alloc_func(cListing);
-    cTable = rb_define_class_under(mNative, "Table", rb_cObject);
+    cTable = rb_define_class_under(mNative, "LoadPathTable", rb_cObject);
     rb_undef_alloc_func(cTable);
     rb_define_module_function(mNative, "lp_listing", native_lp_listing, 1);
     rb_define_module_function(mNative, "lp_listing_size", native_lp_listing_size, 1);
     rb_define_module_function(mNative, "lp_table", native_lp_table, 2);
-    rb_define_module_function(mNative, "lp_table_find", native_lp_table_find, 2);
     rb_define_module_function(mNative, "lp_dirs_fresh", native_lp_dirs_fresh, 3);
     rb_define_module_function(mNative, "lp_dir_changed", native_lp_dir_changed, 4);
 }

@@ -1,7 +1,7 @@
 /*
  * The require hook: Ruby's own C require with the $LOAD_PATH search answered by the index.
  *
- * Where it sits. Loadout::Require puts lo_require in place of every method entry that is
+ * Where it sits. Loadout::LoadPath::RequireHook puts lo_require in place of every method entry that is
  * Ruby's C require (Kernel#require when Bundler has removed RubyGems' wrapper, RubyGems'
  * Kernel#gem_original_require, Zeitwerk's zeitwerk_original_require alias when Zeitwerk came
  * first, Kernel.require, ...). Every decorator above keeps calling what it called, with the
@@ -11,7 +11,7 @@
  *
  * What it does, per call (reading order: lo_require, then classify, then resolve):
  *   1. Anything but a plain String that names a relative, ASCII, searchable feature goes to
- *      rb_require_string() unchanged: exactly what the entry it replaced did.
+ *      rb_require_string() unchanged: exactly what the method entry it replaced did.
  *   2. rb_feature_provided() is Ruby's own loaded-features check, with the arguments
  *      search_required() uses for the same feature (load.c). Where search_required() would
  *      stop at that very check (see already_loaded) the answer is Ruby's: false, without
@@ -21,7 +21,7 @@
  *   3. Otherwise the index says which file Ruby's search would find first; rb_require_string()
  *      of its absolute path does the rest (locking, loading, $LOADED_FEATURES, realpath
  *      dedup). A name Ruby's search cannot find raises Ruby's own LoadError. Whatever the index
- *      cannot prove (an entry it could not list comes first) goes to Ruby with the feature.
+ *      cannot prove (an item it could not list comes first) goes to Ruby with the feature.
  * Ruby-side state (which listings, refreshing them when $LOAD_PATH changes, the re-check of app
  * directories on a miss) lives in Loadout::LoadPath::State, called back only when needed.
  */
@@ -34,16 +34,16 @@
 
 #define LO_MAX_FEATURE 4000
 
-/* Counter slots, in the order Loadout::LoadPath::Counters names them. */
+/* Counter slots, in the order Loadout::LoadPath::Index::COUNTERS names them. */
 enum {
     LO_C_REQUIRES, LO_C_PROVIDED, LO_C_HITS, LO_C_MISSES, LO_C_UNKNOWN, LO_C_STALE,
-    LO_C_NOT_STRING, LO_C_DIRECT, LO_C_ENCODING, LO_C_SHAPE, LO_C_EXTENSION, LO_C_BUSY,
+    LO_C_NOT_STRING, LO_C_DIRECT, LO_C_ENCODING, LO_C_SHAPE, LO_C_BUSY,
     LO_C_FRONT, LO_C_RUBYGEMS, LO_C_GEM_WALKS,
     LO_C_COUNT
 };
 
 static VALUE lo_state = Qnil;    /* the LoadPath::State while active, else nil */
-static VALUE lo_table = Qnil;    /* its current Table */
+static VALUE lo_table = Qnil;    /* its current LoadPathTable */
 static VALUE lo_snapshot = Qnil; /* shares $LOAD_PATH's buffer while $LOAD_PATH is unchanged */
 static VALUE lo_pending = Qnil;  /* the snapshot of the table being built; lo_snapshot once active */
 static int lo_pending_set;
@@ -98,7 +98,7 @@ load_path_unchanged(void)
     return 1;
 }
 
-/* Relative $LOAD_PATH entries are expanded against the cwd (load.c re-expands them when it
+/* Relative $LOAD_PATH items are expanded against the cwd (load.c re-expands them when it
  * changes, checking on every search): the table holds for the cwd it was built in. */
 static int
 cwd_unchanged(void)
@@ -229,7 +229,7 @@ lookup(const lo_lp_index *ix, char *buf, long stem_len, int ft, long *rel_len)
         *rel_len = stem_len + 3;
         pos = lo_lp_table_find(&ix->table, buf, (size_t)*rel_len);
         if (pos >= 0) return pos < ix->first_opaque ? pos : LOOK_UNKNOWN;
-        /* x.rb in any entry beats x.so in an earlier one; an unlisted entry may hold x.rb */
+        /* x.rb in any item beats x.so in an earlier one; an unlisted item may hold x.rb */
         if (ix->first_opaque < ix->count) return LOOK_UNKNOWN;
     }
     memcpy(buf + stem_len, lo_dlext, lo_dlext_len + 1);
@@ -284,9 +284,9 @@ require_found(VALUE fname, const lo_lp_index *ix, long pos, const char *rel, lon
 
 /*
  * $LOADED_FEATURES as the hook knows it. Ruby's own check (rb_feature_provided) walks every
- * expanded $LOAD_PATH entry for each loaded feature that could match (load.c
- * loaded_feature_path): ~9,000 instructions per check behind 300 entries, and a require of a
- * loaded feature made two of them. Most such requires name a file the index finds first where
+ * expanded $LOAD_PATH item for each loaded feature that could match (load.c
+ * loaded_feature_path), a cost that grows with $LOAD_PATH, and a require of a loaded feature made
+ * two of them. Most such requires name a file the index finds first where
  * Ruby loaded it from, so:
  * - lf_map: every ".rb" entry of $LOADED_FEATURES (a copy of its bytes) -> its index. When the
  *   index's first holder of x.rb, base + "/x.rb", is at that index of $LOADED_FEATURES (checked
@@ -520,8 +520,8 @@ lo_require(VALUE self, VALUE fname)
  * The front hook: in place of RubyGems' Kernel#require (when Bundler has not removed it), so
  * that a require RubyGems would only pass on to Ruby's require is answered before RubyGems'
  * per-call Ruby work (its monitor, its default-gem check and, for a default gem not activated
- * yet, a walk of every $LOAD_PATH entry ahead of its insert index, allocating four objects and
- * making two syscalls per entry and suffix).
+ * yet, a walk of every $LOAD_PATH item ahead of its insert index, allocating four objects and
+ * making two syscalls per item and suffix).
  *
  * RubyGems (3.3 to 4.0, kernel_require.rb) hands the name to gem_original_require unchanged,
  * and only rescues a LoadError for that name, when the name belongs to no default gem left to
@@ -531,8 +531,8 @@ lo_require(VALUE self, VALUE fname)
  * lo_require does). Anything else goes to RubyGems with the name, which ends in lo_require.
  *
  * A default gem not activated yet (no version of it active): RubyGems looks for the name, with
- * each of Gem.suffixes ("", ".rb", DLEXT), in every $LOAD_PATH entry ahead of its insert index
- * that is not a symlink ("-I beats a default gem"), and activates the default gem when no entry
+ * each of Gem.suffixes ("", ".rb", DLEXT), in every $LOAD_PATH item ahead of its insert index
+ * that is not a symlink ("-I beats a default gem"), and activates the default gem when no item
  * has it. The index answers that walk (walk_answer), the helper activates the gem as RubyGems
  * would, and the require goes on as above. What the walk cannot prove goes to RubyGems.
  */

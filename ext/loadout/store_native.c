@@ -452,8 +452,8 @@ htab_bytes(VALUE self)
  * store_hint_entries(base_bytes, overlay, gone) -> [entries, count]: the entry section of a hint
  * file (per key: u64 offset, u32 record length, u32 key length, key) for the index made of the
  * hint bytes +base_bytes+ (or nil) overlaid with +overlay+ ({key => packed}, +gone+ marking a
- * deleted key), without first building the whole map as a Ruby Hash (13,000 keys after a CI boot:
- * 26-36 ms in Ruby, most of a boot's exit). Twin: the loop in Store::Hint.build.
+ * deleted key), without first building the whole map as a Ruby Hash (in Ruby, after a CI boot,
+ * that was most of the boot's exit). Twin: the loop in Store::Hint.build.
  */
 typedef struct {
     VALUE out;

@@ -146,7 +146,9 @@ module Loadout
         o.banner = banner
         o.separator ""
         yield o if block_given?
-        o.on("--cache-dir DIR", "cache directory (default: $LOADOUT_CACHE_DIR or tmp/cache/loadout)") { |v| cache_dir = v }
+        o.on("--cache-dir DIR", "cache directory (default: $LOADOUT_CACHE_DIR or tmp/cache/loadout)") do |v|
+          cache_dir = v
+        end
         o.on("-h", "--help", "show this help") { help = true }
       end
       rest = begin

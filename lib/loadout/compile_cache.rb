@@ -2,6 +2,7 @@
 
 require_relative "error"
 require_relative "instrumentation"
+require_relative "config"
 
 module Loadout
   # Caches the expensive compile and parse steps of a boot in the store: Ruby instruction
@@ -19,18 +20,14 @@ module Loadout
   # entries (Entries, Freshness: one stat, else the stat record, else a content digest). Anything
   # unexpected falls back to Ruby doing the work itself.
   #
-  # The hot path: on Ruby 3.1 every class definition throws away all constant caches, and a boot
-  # defines about one class per file it loads, so a constant named in code that runs per loaded
-  # file is looked up again (and a cache object allocated) on every call. That code (a hit, a
-  # capture, a revalidation) names no constants: it reads them from instance variables set once
-  # (marked "hot path: see CompileCache"), or writes small ones as literals named in a comment.
+  # A hit, a capture and a revalidation run once per loaded file: they follow the hot-path rule
+  # of docs/ARCHITECTURE.md ("The warm-boot hot path": no constant named there on Ruby 3.1).
   module CompileCache
     KINDS = %i[iseq yaml json].freeze
     FORMAT_VERSION = 1 # bump on ANY change to what is stored; old entries are then ignored
-    TRUST = [nil, :none, :stable, :all].freeze
 
     autoload :Capture, File.expand_path("compile_cache/capture", __dir__)
-    autoload :Checker, File.expand_path("compile_cache/checker", __dir__)
+    autoload :EntryChecker, File.expand_path("compile_cache/entry_checker", __dir__)
     autoload :Counters, File.expand_path("compile_cache/counters", __dir__)
     autoload :Entries, File.expand_path("compile_cache/entries", __dir__)
     autoload :Entry, File.expand_path("compile_cache/entry", __dir__)
@@ -57,7 +54,7 @@ module Loadout
     @counters = nil
     @warned = false
     @precompile_shapes = {} # kind => shapes, for the installed store (see #precompile)
-    @checker = nil # the Checker #check reuses, and what it was made for
+    @checker = nil # the EntryChecker #check reuses, and what it was made for
     @checker_for = nil
 
     class << self
@@ -168,8 +165,8 @@ module Loadout
       end
 
       # `loadout check` for one file: [status, reason] with status :hit, :stale or :missing.
-      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see Checker).
-      # One Checker per store and roots is reused, so a whole check lists the store once.
+      # +variant+ (ISeq) or +key+ (YAML, JSON): the entry a recorded boot used (see EntryChecker).
+      # One EntryChecker per store and roots is reused, so a whole check lists the store once.
       #: (store: untyped, path: String, kind: Symbol, roots: Array[String], ?variant: String?, ?key: String?)
       #:   -> [Symbol, String?]
       def check(store:, path:, kind:, roots:, variant: nil, key: nil)
@@ -177,7 +174,7 @@ module Loadout
 
         @checker = nil unless @checker && @checker_for == [store, roots]
         @checker_for = [store, roots]
-        (@checker ||= Checker.new(store, roots)).check(path, kind, variant: variant, key: key)
+        (@checker ||= EntryChecker.new(store, roots)).check(path, kind, variant: variant, key: key)
       end
 
       # At a boot's exit (Boot records it when the boot wrote to the cache): the YAML and JSON
@@ -203,7 +200,7 @@ module Loadout
         %i[get put key? writable? flush].each do |m|
           raise ConfigError.new(:store, store, "a Loadout::Store") unless store.respond_to?(m)
         end
-        raise ConfigError.new(:trust, trust, "nil, :none, :stable or :all") unless TRUST.include?(trust)
+        raise ConfigError.new(:trust, trust, Config.trust_levels_text) unless Config::TRUST_LEVELS.include?(trust)
         unless roots.is_a?(Array) && roots.all? { |r| r.is_a?(String) && r.start_with?("/") }
           raise ConfigError.new(:roots, roots, "an Array of absolute directory Strings")
         end

@@ -15,8 +15,10 @@ module Loadout
   #   Config.new(cache_dir: "tmp/cache/loadout", root: "/app", compile_cache: [:iseq, :yaml])
   class Config
     COMPILE_KINDS = %i[iseq yaml json].freeze
-    # nil: each component's default; :none: check everything; :stable: trust gem and Ruby dirs
-    # as stored; :all: trust everything (immutable images only).
+    # The words of the trust: option (LOADOUT_TRUST), here only: how far stored results are used
+    # without a stat (not the cache-dir rule, Trust). nil: each component's default; :none: check
+    # everything; :stable: trust gem and Ruby dirs as stored; :all: trust everything (immutable
+    # images only). LoadPath and CompileCache check their trust: against this list too.
     TRUST_LEVELS = [nil, :none, :stable, :all].freeze
     DEFAULT_IGNORE_DIRECTORIES = ["node_modules"].freeze
 
@@ -90,7 +92,8 @@ module Loadout
 
     # The roots for an app at +root+ whose boot sees +gem_path+ (the CLI asks the app's bundle).
     def self.roots_for(root, gem_path) #: (String, Array[String]) -> Array[String]
-      ([root] + gem_path.map { |d| absolute_or_nil(d) } + [absolute_or_nil(RbConfig::CONFIG["prefix"])]).compact.uniq.freeze
+      prefix = absolute_or_nil(RbConfig::CONFIG["prefix"])
+      ([root] + gem_path.map { |d| absolute_or_nil(d) } + [prefix]).compact.uniq.freeze
     end
 
     # Gem and prefix directories are absolute in practice; a relative one under a deleted working
@@ -154,7 +157,8 @@ module Loadout
 
     def expand_cache_dir(value)
       if value.nil?
-        raise ConfigError.new(:cache_dir, value, "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
+        raise ConfigError.new(:cache_dir, value,
+                              "a directory path String or Pathname, e.g. \"tmp/cache/loadout\" (it is required)")
       end
 
       dir = path_string(:cache_dir, value)
@@ -181,6 +185,12 @@ module Loadout
       raise ConfigError.new(:compile_cache, value, accepted) unless (kinds - COMPILE_KINDS).empty?
 
       COMPILE_KINDS.select { |k| kinds.include?(k) }.freeze
+    end
+
+    # "nil, :none, :stable or :all": TRUST_LEVELS as an error message lists them.
+    def self.trust_levels_text #: () -> String
+      words = TRUST_LEVELS.map(&:inspect)
+      "#{words[0...-1].join(", ")} or #{words.last}"
     end
 
     def trust_level(value)

@@ -107,12 +107,15 @@ module Loadout
         raise ConfigError.new(name, raw, "#{accepted}, in valid #{raw.encoding} (or plain ASCII)")
       end
 
+      # LOADOUT_TRUST: Config::TRUST_LEVELS' words ("none, stable or all"; unset is nil).
       def trust(env)
-        raw = string(env, "LOADOUT_TRUST", "none, stable or all") or return nil
+        words = Config::TRUST_LEVELS.compact.map(&:to_s)
+        accepted = "#{words[0...-1].join(", ")} or #{words.last}"
+        raw = string(env, "LOADOUT_TRUST", accepted) or return nil
         word = raw.strip.downcase
-        return word.to_sym if %w[none stable all].include?(word)
+        return word.to_sym if words.include?(word)
 
-        raise ConfigError.new("LOADOUT_TRUST", raw, "none, stable or all")
+        raise ConfigError.new("LOADOUT_TRUST", raw, accepted)
       end
     end
   end

@@ -30,7 +30,7 @@ module Loadout
       require_relative "compile_cache/key"
       @own = CompileCache::Key.new(roots)
       @today = now.to_i / CompileCache::Key::DAY
-      @seen = {}  # variant => [day or nil, Key or nil]
+      @seen = {} # variant => [day or nil, Key or nil]
       @count = 0
       @bytes = 0
     end
@@ -125,6 +125,5 @@ module Loadout
         [day, roots.nil? || roots.empty? ? nil : CompileCache::Key.new(roots)]
       end
     end
-
   end
 end

@@ -10,8 +10,8 @@ module Loadout
   # Not in the store: a warm boot that hit everything writes nothing there (an append would grow
   # the log and rewrite the hint file on every boot), so a store record could only ever describe
   # the last boot that wrote. The file is one fixed-size block overwritten in place (open, fstat,
-  # one pwrite: ~10 µs). Not a temp file renamed over it, nor a truncate: on ext4 both make the
-  # kernel flush the data at once (auto_da_alloc), 1.2-3.4 ms per boot on the dev VM. A record
+  # one pwrite). Not a temp file renamed over it, nor a truncate: on ext4 both make the kernel
+  # flush the data at once (auto_da_alloc), a disk wait in every boot. A record
   # starts and ends with the same random nonce, so a read that raced a write (two boots exiting
   # at once) is seen as torn and ignored. Opened with O_NOFOLLOW and written only when it is a
   # regular file of ours with one link, mode 0600. Plain "name value" lines, parsed without

@@ -2,12 +2,13 @@
 
 require_relative "native"
 require_relative "instrumentation"
+require_relative "config"
 require_relative "load_path/require_hook"
 require_relative "load_path/rubygems_front"
 require_relative "load_path/bundled_gems_front"
 require_relative "load_path/boot_record"
 require_relative "load_path/codec"
-require_relative "load_path/entry"
+require_relative "load_path/load_dir"
 require_relative "load_path/index"
 require_relative "load_path/lister"
 require_relative "load_path/roots"
@@ -37,19 +38,18 @@ module Loadout
   module LoadPath
     # Only `loadout check` / `precompile` use these: loaded when named, by absolute path.
     autoload :AppLoadPath, File.expand_path("load_path/app_load_path", __dir__)
-    autoload :Checker, File.expand_path("load_path/checker", __dir__)
+    autoload :ListingChecker, File.expand_path("load_path/listing_checker", __dir__)
     autoload :Probe, File.expand_path("load_path/probe", __dir__)
 
-    TRUST = [nil, :stable, :all, :none].freeze
     LOCKFILES = %w[Gemfile.lock gems.locked].freeze
     @state = nil
     @boot = nil
 
     class << self
       # Lists or restores every $LOAD_PATH directory and puts the hook in place of Ruby's
-      # require (see Require). +trust+: nil/:stable (default: stable entries used as stored,
+      # require (see RequireHook). +trust+: nil/:stable (default: stable dirs used as stored,
       # app dirs checked against dir mtimes), :all (nothing checked: immutable images), :none
-      # (check stable entries too). +development_mode+ is accepted for compatibility: a miss
+      # (check stable dirs too). +development_mode+ is accepted for compatibility: a miss
       # always re-checks the app directories that could hold the file, in every mode. +root+: the
       # app root, under which listings are also kept relative to it (a copy of the app at another
       # path starts from them: see Lister).
@@ -129,13 +129,14 @@ module Loadout
       # restored as stored), :stale (some are listed again, with the directory that changed),
       # :miss (some have no stored listing). +later+: absolute items the app adds after boot.
       #: (store: untyped, load_path: Array[String], ?ignore_directories: Array[String], ?trust: Symbol?, ?stable_roots: Array[String]?, ?later: Array[String], ?root: String?) -> Hash[Symbol, untyped]
-      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [], root: nil)
+      def check(store:, load_path:, ignore_directories: ["node_modules"], trust: nil, stable_roots: nil, later: [],
+                root: nil)
         raise ConfigError.new("store", store, "a Loadout::Store") if store.nil?
 
         validate!(store, false, ignore_directories, trust)
         lister = Lister.new(store: store, roots: Roots.new(stable_roots), ignore: frozen_list(ignore_directories),
                             trust: trust, app_root: root)
-        Checker.new(lister).call(load_path, later)
+        ListingChecker.new(lister).call(load_path, later)
       end
 
       # Lists and stores every directory of +load_path+ and +extra+ (dirs the app may add after
@@ -150,8 +151,8 @@ module Loadout
         (load_path + extra).uniq.each do |item|
           next unless item.is_a?(String) && !item.empty?
 
-          entry = lister.entry(item)
-          lister.fill(entry) unless entry.opaque?
+          dir = lister.load_dir(item)
+          lister.fill(dir) unless dir.opaque?
         end
         { restored: lister.scanned.zero?, listed: lister.scanned }
       end
@@ -189,7 +190,7 @@ module Loadout
       # call through Kernel#require that an earlier decorator would see). Kept for callers that
       # want the cost paid up front.
       def __load_parts # :nodoc:
-        [State, Lister, Entry, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront, BundledGemsFront]
+        [State, Lister, LoadDir, Codec, Index, Roots, BootRecord, RequireHook, RubyGemsFront, BundledGemsFront]
       end
 
       private
@@ -224,7 +225,7 @@ module Loadout
           raise ConfigError.new("ignore_directories", ignore_directories,
                                 "an Array of directory names or absolute paths")
         end
-        raise ConfigError.new("trust", trust, "nil, :stable, :all or :none") unless TRUST.include?(trust)
+        raise ConfigError.new("trust", trust, Config.trust_levels_text) unless Config::TRUST_LEVELS.include?(trust)
 
         %i[get put delete key? writable?].each do |m|
           next if store.nil? || store.respond_to?(m)

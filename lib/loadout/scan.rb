@@ -22,22 +22,22 @@ module Loadout
 
     # files: relative paths of requirable files; dirs: relative paths of directories ("" is the
     # root); dir_mtimes: nanosecond mtimes parallel to dirs; errors: [[relative_path, reason]].
-    Result = Struct.new(:files, :dirs, :dir_mtimes, :errors) do
+    Tree = Struct.new(:files, :dirs, :dir_mtimes, :errors) do
       def empty?
         files.empty? && dirs.empty?
       end
     end
 
     class << self
-      # Walks +root+ and returns a Result.
-      #: (String, ?extensions: Array[String], ?ignore: Array[String]) -> Result
+      # Walks +root+ and returns a Tree.
+      #: (String, ?extensions: Array[String], ?ignore: Array[String]) -> Tree
       def call(root, extensions: DEFAULT_EXTENSIONS, ignore: DEFAULT_IGNORE)
         root = String(root)
         extensions = string_list(:extensions, extensions)
         names, paths = string_list(:ignore, ignore).partition { |i| !i.start_with?("/") }
         files, dirs, mtimes, errors = walk(root, extensions, names, paths)
         errors.each { |pair| pair[1] = reason_name(pair[1]) if pair[1].is_a?(Integer) }
-        Result.new(files, dirs, mtimes, errors)
+        Tree.new(files, dirs, mtimes, errors)
       end
 
       private

@@ -2,8 +2,8 @@
 
 module Loadout
   # Serves loadout's own files while loadout sets itself up. The compile cache's hook exists only
-  # once its ~30 files are loaded, so those files used to be compiled by Ruby on every boot (about
-  # 35M instructions, 4% of a warm 470-file boot). Their compiled entries live in one small file
+  # once its ~30 files are loaded, so without this Ruby would compile those files on every boot
+  # (bench/results/comment-figures-2026-11-27.md has what that cost). Their compiled entries live in one small file
   # beside the store ("<store>.self-<variant>"), read whole at setup; a tiny load_iseq hook serves
   # them through the compile cache's own freshness rule (Native.cc_judge, see
   # CompileCache::Freshness: one stat, racy rule, payload digest; when the stat does not vouch,
@@ -196,8 +196,8 @@ module Loadout
         refreshed.to_h do |path, (blob, binary, record)|
           _, _, size, mtime, ctime, verified, ino, dev, digest = record.unpack(STAT_LAYOUT)
           flags = entry.flags_of(blob)
-          [path, entry.dump(flags, [size, mtime, ctime, ino, dev], verified, digest, binary, path: path,
-                                                                                                realpath: File.realpath(path))]
+          [path, entry.dump(flags, [size, mtime, ctime, ino, dev], verified, digest, binary,
+                            path: path, realpath: File.realpath(path))]
         end
       rescue StandardError
         {}

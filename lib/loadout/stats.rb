@@ -14,7 +14,6 @@ module Loadout
   # what it did after the fork (Ruby 3.1+, where Process._fork can be hooked; before that its
   # counts include the parent's). The parent's report says how many workers it forked.
   module Stats
-
     # Hooks Process._fork while stats are on: the child starts its counts afresh.
     module ForkHook # :nodoc:
       def _fork
@@ -53,7 +52,8 @@ module Loadout
 
         def require(feature)
           # loadout's own files (loaded lazily, some at exit) are not the app's requires.
-          return __loadout_untimed_require(feature) if feature.is_a?(String) && feature.start_with?(Loadout::Stats::OWN_LIB)
+          own = feature.is_a?(String) && feature.start_with?(Loadout::Stats::OWN_LIB)
+          return __loadout_untimed_require(feature) if own
 
           Loadout::Stats.__time_require(feature) { __loadout_untimed_require(feature) }
         end

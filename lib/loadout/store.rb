@@ -83,8 +83,7 @@ module Loadout
       @mutex = Mutex.new
       @closed = false
       @grown_by_others = false # see #grown_by_others?
-      # Read once: Ruby 3.1 drops every constant cache whenever a class or module is defined, and
-      # a cold boot puts, gets and claims once per file it loads.
+      # A cold boot puts, gets and claims once per file it loads (hot path: see ARCHITECTURE.md).
       @binary_encoding = Encoding::BINARY
       @string_class = String
       @format, @put_flag, @record_header, @max_log = Format, Format::PUT, Format::HEADER, Format::MAX_LOG
@@ -366,8 +365,7 @@ module Loadout
       nil
     end
 
-    # Constants are avoided on this path (every get): Ruby 3.1 drops all constant caches each
-    # time a class or module is defined, so a boot would look them up again on every call.
+    # Every get comes through here (hot path: see ARCHITECTURE.md).
     def binary(str)
       return str if str.is_a?(@string_class) && @binary_encoding.equal?(str.encoding)
       raise ArgumentError, "keys and values must be Strings, got #{str.class}" unless str.is_a?(String)

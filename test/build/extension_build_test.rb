@@ -24,7 +24,8 @@ class ExtensionBuildTest < Minitest::Test
       src = File.join(dir, "loadout")
       build = File.join(dir, "build")
       Dir.mkdir(build)
-      out, status = run_cmd(RbConfig.ruby, File.join(src, "extconf.rb"), env: { "LOADOUT_PEDANTIC" => "1" }, chdir: build)
+      out, status = run_cmd(RbConfig.ruby, File.join(src, "extconf.rb"),
+                            env: { "LOADOUT_PEDANTIC" => "1" }, chdir: build)
       assert status.success?, out
       yield build, src
     end
@@ -32,7 +33,8 @@ class ExtensionBuildTest < Minitest::Test
 
   %w[gcc clang].each do |cc|
     test "#{cc} builds the extension with -Wall -Wextra -Werror and the result loads" do
-      assert system("#{cc} --version", out: File::NULL, err: File::NULL), "#{cc} is not installed (bin/setup-deps installs it)"
+      assert system("#{cc} --version", out: File::NULL, err: File::NULL),
+             "#{cc} is not installed (bin/setup-deps installs it)"
       with_configured_ext do |build, _|
         # Ruby's own warning flags are its compiler's (a Ruby built with gcc, such as the 4.0 built
         # from source, passes -Wduplicated-cond and -Wsuggest-attribute=format): clang is told to

@@ -119,8 +119,10 @@ class AppCLITest < Minitest::Test
       assert_match(/^last boot:  .* pid #{last_pid} `app\.rb` \(.*\).*; wrote nothing/, run.stdout)
       # The loaded files were recorded by the first boot: the next ones loaded the same files.
       refute_equal cold_pid, writer.stderr[/loadout stats \(pid (\d+)/, 1]
-      assert_match(/^loaded files: \d+ Ruby, 3 YAML, 1 JSON files through the compile cache, recorded .* by pid #{cold_pid} /,
-                   run.stdout)
+      assert_match(
+        /^loaded files: \d+ Ruby, 3 YAML, 1 JSON files through the compile cache, recorded .* by pid #{cold_pid} /,
+        run.stdout
+      )
       lp = run.stdout[/^  load_path +(.*hit rate.*)$/, 1]
       numbers = lp.scan(/(\w+)=(\d+)\b/).to_h { |k, v| [k, v.to_i] }
       assert_operator numbers["fallbacks"], :>, 0, lp

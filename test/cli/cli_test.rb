@@ -310,7 +310,7 @@ class CLITest < Minitest::Test
       outside = File.join(File.dirname(app), "outside/lib")
       FileUtils.mkdir_p(outside)
       load_path = ["#{app}/lib", "#{app}/gems/engine/lib", "#{i18n}/lib", outside, RbConfig::CONFIG["rubylibdir"]]
-      bundle = Loadout::CLI::AppBundle::Result.new(gem_path: [home, *Gem.path], load_path: load_path)
+      bundle = Loadout::CLI::AppBundle::Paths.new(gem_path: [home, *Gem.path], load_path: load_path)
       roots = Loadout::CLI::FileSelection.new(app, bundle, []).bundle_roots
       # The vendored gem and its locale dir; a dir outside the app (a path gem elsewhere); Ruby's
       # standard library. Not the app's own dirs (the app root's walk has them), nor a gem's spec/.
@@ -319,7 +319,8 @@ class CLITest < Minitest::Test
     end
   end
 
-  test "precompile -- COMMAND: a boot that fails or does not set loadout up is exit 1 with why; the walk is done anyway" do
+  test "precompile -- COMMAND: a boot that fails or does not set loadout up is exit 1 with why; " \
+       "the walk is done anyway" do
     lib = File.expand_path("../../lib", __dir__)
     with_app([["lib/a.rb", "A = 1"]]) do |app|
       run = cli("precompile", "--", RbConfig.ruby, "-e", "exit 0", app: app)
@@ -332,14 +333,16 @@ class CLITest < Minitest::Test
                 app: app)
       assert_equal 1, run.status, run.out + run.err
       assert_includes run.err, "booted\n", "the boot's output goes to stderr"
-      assert_includes run.err, "exited with status 3 (its output is above); the cache holds what it loaded before it failed"
+      assert_includes run.err, "exited with status 3 (its output is above); " \
+                               "the cache holds what it loaded before it failed"
 
       run = cli("precompile", "--", RbConfig.ruby, "-I", lib, "-e", 'require "loadout/setup"', app: app)
       assert_equal 0, run.status, run.out + run.err
       assert_match(/\Aloadout precompile: boot `.*require "loadout\/setup"` \(\d+\.\d s\): /, run.out)
 
       assert_usage_error(cli("precompile", "--", app: app), "precompile: no command after --")
-      assert_includes cli("precompile", app: app).err, "no boot was run; for a fully warm next boot give the app's boot after --"
+      assert_includes cli("precompile", app: app).err,
+                      "no boot was run; for a fully warm next boot give the app's boot after --"
     end
   end
 

@@ -66,7 +66,8 @@ class PrecompileJsonVersionsTest < Minitest::Test
         %w[iseq yaml json].each do |kind|
           line = err[/^  #{kind}: +(.*)$/, 1] or flunk(err)
           counts = line.scan(/(\w+)=(\d+)\b/).to_h { |k, v| [k, v.to_i] }
-          assert_equal [0, 0, 0], counts.values_at("misses", "stale", "skipped"), "#{kind} with json #{version}: #{line}"
+          assert_equal [0, 0, 0], counts.values_at("misses", "stale", "skipped"),
+                       "#{kind} with json #{version}: #{line}"
           assert_operator counts["hits"] + counts["revalidated"], :>, 0, "#{kind}: #{line}"
         end
       end

@@ -3,7 +3,7 @@
 require "test_helper"
 require_relative "../integration/app_helper"
 require "loadout/store"
-require "loadout/compile_cache/checker"
+require "loadout/compile_cache/entry_checker"
 
 # `loadout precompile` fills exactly the YAML/JSON entries the app's next boot reads, even when
 # the app reads them under other settings than the CLI runs with: Rails sets

@@ -84,7 +84,7 @@ class CompileCacheISeqBinaryTest < Minitest::Test
   # layout: a path folded into a longer literal pins the entry, a whole-object one does not).
   test "a path mentioned inside a longer literal is found, a path that is a whole object is not, on both backends" do
     cases = {
-      "$h = __FILE__\n" => false,                     # the path object itself
+      "$h = __FILE__\n" => false, # the path object itself
       "$d = __dir__\n" => false,
       # parse.y folds it into one literal "<path>:1"; Prism (3.4's default parser) does not.
       "$s = \"\#{__FILE__}:1\"\n" => Loadout::TestSupport::RubyFacts.folds_file_into_literals?,

@@ -475,7 +475,9 @@ class CompileCacheISeqTest < Minitest::Test
     with_app(files) do |root, store|
       code = "require File.join(APP, 'app/a'); require File.join(APP, 'gem/g')"
       roots = [File.join(root, "app"), File.join(root, "gem")]
-      run = ->(trust) { cc_boot(store: store, roots: roots, body: body_for(root, code), install: ", trust: #{trust.inspect}") }
+      run = lambda do |trust|
+        cc_boot(store: store, roots: roots, body: body_for(root, code), install: ", trust: #{trust.inspect}")
+      end
       run.call(nil)
       files.each_key { |f| File.write(File.join(root, f), File.read(File.join(root, f)).sub("-1", "-2")) }
       trusted = run.call(:stable)

@@ -95,7 +95,6 @@ class JsonVersionsTest < Minitest::Test
         assert_operator servable, :>=, 10
         assert_equal servable * 3, stats[:hits] + stats[:revalidated], stats.inspect
         assert_operator stats[:misses], :<=, raising * 3, stats.inspect # an error is never cached
-
       end
     end
   end

@@ -54,8 +54,8 @@ class CompileCacheSharedValuesTest < Minitest::Test
   RUBY
 
   def run_loads(dir, call, with:, runs: 3)
-    result = spawn_ruby(*MSGPACK.flat_map { |p| ["-I", p] }, "load.rb", chdir: dir,
-                        env: { "WITH_LOADOUT" => with ? "1" : "0", "CALL" => call, "RUNS" => runs.to_s })
+    env = { "WITH_LOADOUT" => with ? "1" : "0", "CALL" => call, "RUNS" => runs.to_s }
+    result = spawn_ruby(*MSGPACK.flat_map { |p| ["-I", p] }, "load.rb", chdir: dir, env: env)
     assert result.success?,
            "#{call} (#{with ? "with" : "without"} loadout): #{result.status}\n#{result.stdout}#{result.stderr}"
     Marshal.load([result.stdout.lines.last.chomp].pack("H*")) # rubocop:disable Security/MarshalLoad

@@ -49,8 +49,8 @@ class CompileCacheUnstorableValuesTest < Minitest::Test
   RUBY
 
   def boot(dir, kind, with: true)
-    result = spawn_ruby(*MSGPACK.flat_map { |p| ["-I", p] }, "boot.rb", chdir: dir,
-                        env: { "WITH_LOADOUT" => with ? "1" : "0", "KIND" => kind })
+    env = { "WITH_LOADOUT" => with ? "1" : "0", "KIND" => kind }
+    result = spawn_ruby(*MSGPACK.flat_map { |p| ["-I", p] }, "boot.rb", chdir: dir, env: env)
     assert result.success?, "#{result.status}\n#{result.stdout}#{result.stderr}"
     Marshal.load([result.stdout.lines.last.chomp].pack("H*")) # rubocop:disable Security/MarshalLoad
   end

@@ -40,7 +40,8 @@ class CompileCacheYamlTest < Minitest::Test
   PERMITTED = { permitted_classes: [Date, Time, Symbol], aliases: true }.freeze
   OPTION_SETS = [
     {}, { aliases: true }, PERMITTED, { symbolize_names: true }, { freeze: true },
-    PERMITTED.merge(freeze: true, symbolize_names: true), { permitted_classes: [Symbol], permitted_symbols: [:value, :a] },
+    PERMITTED.merge(freeze: true, symbolize_names: true),
+    { permitted_classes: [Symbol], permitted_symbols: [:value, :a] },
     { permitted_classes: ["Date", "Symbol"] }, { fallback: nil }, { fallback: false }, { fallback: :none },
     { filename: "named.yml" }, { aliases: false, freeze: false, symbolize_names: false }
   ].freeze

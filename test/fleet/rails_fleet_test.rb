@@ -88,7 +88,8 @@ class RailsFleetTest < Minitest::Test
       assert_empty bad, "#{label}: #{kind} lookups Ruby or Psych did themselves (#{c})"
     end
     assert_equal 0, got["load_path"]["rescans"], "#{label}: load path dirs listed from scratch (#{got["load_path"]})"
-    assert_equal warm["load_path"]["misses"], got["load_path"]["misses"], "#{label}: index answers (#{got["load_path"]})"
+    assert_equal warm["load_path"]["misses"], got["load_path"]["misses"],
+                 "#{label}: index answers (#{got["load_path"]})"
     got
   end
 
@@ -105,7 +106,8 @@ class RailsFleetTest < Minitest::Test
     dest
   end
 
-  test "the Dockerfile recipe: built as root at /rails, containers as another user after chown, and the cache in the app elsewhere" do
+  test "the Dockerfile recipe: built as root at /rails, containers as another user after chown, " \
+       "and the cache in the app elsewhere" do
     dockerfile = recipe("dockerfile")
     workdir = dockerfile[/^WORKDIR (\S+)$/, 1]
     env = dockerfile[/^ENV (.*?)(?=\n\n|\nFROM)/m, 1].gsub("\\\n", " ").shellsplit.to_h { |kv| kv.split("=", 2) }
@@ -143,7 +145,9 @@ class RailsFleetTest < Minitest::Test
 
         boot = "bin/rails runner 1"
         stats = user_env.merge("LOADOUT_STATS" => "1")
-        boots = Array.new(4) { Thread.new { in_namespace(mounts, workdir, boot, env: stats, uid: APP_USER) } }.map(&:value)
+        boots = Array.new(4) do
+          Thread.new { in_namespace(mounts, workdir, boot, env: stats, uid: APP_USER) }
+        end.map(&:value)
         warm = in_namespace(mounts, workdir, boot, env: stats, uid: APP_USER)
         assert warm[2].success?, warm[1]
         warm_counts = counters(warm[1])
@@ -163,7 +167,8 @@ class RailsFleetTest < Minitest::Test
         _, err, status = in_namespace(mounts, workdir, boot, env: stats, uid: APP_USER)
         assert status.success?, err
         assert_equal 1, err.scan(/^loadout: /).size, err
-        assert_match(/^loadout: cache dir #{workdir}\/tmp\/cache\/loadout is not writable .*; using the cache read-only/, err)
+        assert_match(%r{^loadout: cache dir #{workdir}/tmp/cache/loadout is not writable .*; using the cache read-only},
+                     err)
         assert_compiled_nothing(err, warm_counts, "a container reading a root-owned cache")
 
         # The README's target: the cache precompile made with the app at /rails (bundle at
@@ -186,7 +191,8 @@ class RailsFleetTest < Minitest::Test
     end
   end
 
-  test "the GitHub Actions recipe: one job boots the app into the cache, eight fresh clones elsewhere restore it and boot at once" do
+  test "the GitHub Actions recipe: one job boots the app into the cache, " \
+       "eight fresh clones elsewhere restore it and boot at once" do
     workflow = YAML.safe_load(recipe("github-actions"))
     jobs = workflow.fetch("jobs")
     build_job = jobs.fetch("boot-cache")
@@ -194,7 +200,8 @@ class RailsFleetTest < Minitest::Test
     workers = test_job.dig("strategy", "matrix", "worker")
     assert_equal 8, workers.size
     path = build_job["steps"].find { |s| s["uses"].to_s.start_with?("actions/cache/save") }.dig("with", "path")
-    assert_equal path, test_job["steps"].find { |s| s["uses"].to_s.start_with?("actions/cache/restore") }.dig("with", "path")
+    restore = test_job["steps"].find { |s| s["uses"].to_s.start_with?("actions/cache/restore") }
+    assert_equal path, restore.dig("with", "path")
     app_command = "bin/rails test"
     build_runs = build_job["steps"].filter_map { |s| s["run"] }
     assert(build_runs.any? { |r| r.start_with?("bundle exec loadout check") }, "the build job checks its cache")
@@ -207,8 +214,12 @@ class RailsFleetTest < Minitest::Test
     with_files do |tmp|
       repo = File.join(tmp, "repo")
       source_tree(repo)
-      File.write(File.join(repo, ".gitignore"), "/.bundle\n/vendor/bundle\n/log/*\n/tmp/*\n/storage/*\n/config/master.key\n")
-      git = ->(*args, dir: repo) { system("git", "-c", "user.name=t", "-c", "user.email=t@t", *args, chdir: dir, out: File::NULL, err: File::NULL) or flunk("git #{args.join(" ")}") }
+      File.write(File.join(repo, ".gitignore"),
+                 "/.bundle\n/vendor/bundle\n/log/*\n/tmp/*\n/storage/*\n/config/master.key\n")
+      git = lambda do |*args, dir: repo|
+        quiet = { chdir: dir, out: File::NULL, err: File::NULL }
+        system("git", "-c", "user.name=t", "-c", "user.email=t@t", *args, **quiet) or flunk("git #{args.join(" ")}")
+      end
       git.("init", "-q")
       git.("add", "-A")
       git.("commit", "-q", "-m", "app")
@@ -217,7 +228,8 @@ class RailsFleetTest < Minitest::Test
         git.("clone", "-q", repo, dir, dir: tmp)
         system("cp", "-al", BUNDLE, File.join(dir, "vendor/bundle")) or flunk("cp -al")
         FileUtils.mkdir_p(File.join(dir, ".bundle"))
-        File.write(File.join(dir, ".bundle/config"), "---\nBUNDLE_PATH: \"vendor/bundle\"\nBUNDLE_DEPLOYMENT: \"true\"\n")
+        File.write(File.join(dir, ".bundle/config"),
+                   "---\nBUNDLE_PATH: \"vendor/bundle\"\nBUNDLE_DEPLOYMENT: \"true\"\n")
         dir
       end
       sh = ->(dir, cmd, env) { Open3.capture3(RailsAppGenerator.clean_env(env), "sh", "-c", cmd, chdir: dir) }
@@ -225,7 +237,11 @@ class RailsFleetTest < Minitest::Test
       build = checkout.(File.join(tmp, "runner-0/_work/app/app"))
       build_runs.each do |cmd|
         out, err, status = sh.(build, cmd, job_env.(build_job))
-        cmd.include?("loadout check") ? assert_check_hit(out, err, status, cmd) : assert(status.success?, "#{cmd}\n#{out}\n#{err}")
+        if cmd.include?("loadout check")
+          assert_check_hit(out, err, status, cmd)
+        else
+          assert status.success?, "#{cmd}\n#{out}\n#{err}"
+        end
       end
       archive = File.join(tmp, "cache.tar")
       system("tar", "-C", build, "-cf", archive, path) or flunk("tar -c")

@@ -66,13 +66,14 @@ module Loadout
         end
       end
 
-      # A boot may leave a background process finishing its cache writes (the compile cache
-      # compiles a first boot's misses after exit); the next boot or the tmpdir cleanup must not
-      # race it. It stays in the child's process group.
+      # loadout starts no process, but whatever a boot leaves running in its process group (an
+      # app's own child, or a regression) must not race the next boot or the tmpdir cleanup.
       def wait_for_group(pgid)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
         while group_alive?(pgid)
-          raise "background process of #{pgid} still running after 60 s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+            raise "a process of group #{pgid} still running after 60 s"
+          end
 
           sleep 0.02
         end

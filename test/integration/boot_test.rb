@@ -31,7 +31,9 @@ class BootTest < Minitest::Test
       3.times { boot_app!(app) }
       # Every boot leaves its numbers in store.last-boot (for `loadout stats`); nothing else.
       last_boot = File.join(app, "tmp/cache/loadout/store.last-boot")
-      snapshot = -> { (Dir[File.join(app, "tmp/cache/loadout/*")] - [last_boot]).sort.to_h { |f| [f, File.binread(f)] } }
+      snapshot = lambda do
+        (Dir[File.join(app, "tmp/cache/loadout/*")] - [last_boot]).sort.to_h { |f| [f, File.binread(f)] }
+      end
       before = snapshot.call
       refute_empty before
       numbers = File.binread(last_boot)
@@ -56,7 +58,8 @@ class BootTest < Minitest::Test
       # "revalidated" is served from the cache too (a file written within the same clock tick
       # as its entry is confirmed by digest once: racy-clean handling).
       assert_operator events.grep(/ iseq (hit|revalidated) #{Regexp.escape(app)}\/app\//).size, :>=, 4, result.stderr
-      assert_equal 2, events.grep(/ yaml (hit|revalidated) #{Regexp.escape(app)}\/config\/locales\//).size, result.stderr
+      assert_equal 2, events.grep(%r{ yaml (hit|revalidated) #{Regexp.escape(app)}/config/locales/}).size,
+                   result.stderr
     end
   end
 
@@ -202,7 +205,8 @@ class BootTest < Minitest::Test
       boot_app!(app)
       boot_app!(app)
       out = StringIO.new
-      status = Loadout::CLI.new(["stats"], out: out, err: out, env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }).run
+      env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
+      status = Loadout::CLI.new(["stats"], out: out, err: out, env: env).run
       assert_equal 0, status, out.string
       assert_match(/^last boot:  .* pid \d+ `.*` \((native|ruby), Ruby [\d.]+\), setup [\d.]+ ms; wrote /, out.string)
       # st/loaded (what the boot loaded, for check), st/value_calls (its YAML/JSON calls) and

@@ -27,7 +27,8 @@ class EvictionIntegrationTest < Minitest::Test
       assert_equal fresh.expected(UPGRADES + 1), out
       limit = 2 * fresh.store_size
       sizes.each_with_index do |size, i|
-        assert_operator size, :<=, limit, "store after upgrade #{i}: #{size} bytes (fresh: #{fresh.store_size}); all: #{sizes}"
+        assert_operator size, :<=, limit,
+                        "store after upgrade #{i}: #{size} bytes (fresh: #{fresh.store_size}); all: #{sizes}"
       end
     end
   end

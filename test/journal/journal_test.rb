@@ -162,7 +162,6 @@ class JournalTest < Minitest::Test
     end
   end
 
-
   test "a damaged record in the middle of a segment is counted and warned about once, a torn tail is not" do
     with_journal do |j, path|
       j.append("first payload")

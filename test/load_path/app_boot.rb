@@ -12,7 +12,7 @@ module Loadout
     # RUBYLIB (as bundler would put the gem's lib on the load path), so a child
     # `ruby -rbundler/setup` (what `loadout check` / `precompile` ask) sees the same $LOAD_PATH
     # as the app's config/boot.rb. The repo's lib/ is copied: other work changes it while the
-    # tests run, and it is a volatile $LOAD_PATH entry whose listing must stay fresh.
+    # tests run, and it is a volatile $LOAD_PATH item whose listing must stay fresh.
     module AppBoot
       include App
       include Backdate

@@ -2,7 +2,7 @@
 
 module Loadout
   module TestSupport
-    # Directories written by a test are "racily clean" for a second (see Entry::RACY_NS), so a
+    # Directories written by a test are "racily clean" for a second (see LoadDir::RACY_NS), so a
     # listing taken right away is rechecked on the next boot. Tests about warm boots first move
     # every directory's mtime into the past, as a tree checked out earlier would be.
     module Backdate

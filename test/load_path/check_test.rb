@@ -32,12 +32,15 @@ class LoadPathCheckTest < Minitest::Test
   test "the boot record is written by a boot that writes anyway; a warm boot writes nothing" do
     with_booted_app do |app, lib|
       boot!(app, lib)
-      files = -> { Dir[File.join(app, "tmp/cache/loadout/*")].grep_v(/\.last-boot\z/).sort.to_h { |f| [f, File.binread(f)] } }
+      files = lambda do
+        Dir[File.join(app, "tmp/cache/loadout/*")].grep_v(/\.last-boot\z/).sort.to_h { |f| [f, File.binread(f)] }
+      end
       before = files.call
       Loadout::Store.open(store_path(app), readonly: true) do |s|
         record = Loadout::LoadPath::BootRecord.load(s)
         assert_includes record[:load_path], lib
-        assert_equal ["#{app}/vendor/gems/alpha/lib", "#{app}/vendor/gems/beta/lib", "#{app}/lib"].sort, record[:later].sort
+        assert_equal ["#{app}/vendor/gems/alpha/lib", "#{app}/vendor/gems/beta/lib", "#{app}/lib"].sort,
+                     record[:later].sort
         assert_equal "#{app}/Gemfile.lock", record[:lock][0]
       end
       2.times { boot!(app, lib) }
@@ -62,7 +65,7 @@ class LoadPathCheckTest < Minitest::Test
     end
   end
 
-  test "a changed entry of the boot-time $LOAD_PATH is named too" do
+  test "a changed item of the boot-time $LOAD_PATH is named too" do
     with_booted_app do |app, lib|
       2.times { boot!(app, lib) }
       File.write(File.join(lib, "loadout/zz_added.rb"), "")
@@ -79,7 +82,8 @@ class LoadPathCheckTest < Minitest::Test
       2.times { boot!(app, lib, env: cc_on) }
       Loadout::Store.open(store_path(app), readonly: true) do |s|
         before = Loadout::LoadPath::BootRecord.load(s)[:before]
-        assert_equal ["#{app}/boot.rb", "#{app}/config/boot.rb"], before.first(2), "the call stack at install, main script first"
+        assert_equal ["#{app}/boot.rb", "#{app}/config/boot.rb"], before.first(2),
+                     "the call stack at install, main script first"
         assert(before.any? { |f| f.end_with?("/bundler/setup.rb") }, "what Bundler loaded: #{before.inspect}")
       end
       result = ruby_in(app, lib, EXE, "check", "--no-yaml", "--no-json", env: cc_on)
@@ -106,7 +110,8 @@ class LoadPathCheckTest < Minitest::Test
       assert_includes out, "no boot recorded yet"
       Loadout::Store.open(store_path(app), readonly: true) do |s|
         before = Loadout::LoadPath::AppLoadPath.for_check(s, app).before
-        assert(before.any? { |f| f.end_with?("/bundler/setup.rb") }, "the probe tells what Bundler loads before setup: #{before.inspect}")
+        assert(before.any? { |f| f.end_with?("/bundler/setup.rb") },
+               "the probe tells what Bundler loads before setup: #{before.inspect}")
       end
       # The probe's $LOAD_PATH is the app's: once a boot stored its index, the probe finds it.
       boot!(app, lib)
@@ -146,7 +151,8 @@ class LoadPathCheckTest < Minitest::Test
 
   # The API on a store, without an app: the answer follows the index and the files.
   test "LoadPath.check: miss, then hit once precompiled, stale with the changed dir, trust: :all trusts" do
-    with_files([["gems/g-1.0/lib/g.rb", ""], ["app/lib/a.rb", ""], ["app/lib/sub/b.rb", ""], ["later/c.rb", ""]]) do |dir|
+    files = [["gems/g-1.0/lib/g.rb", ""], ["app/lib/a.rb", ""], ["app/lib/sub/b.rb", ""], ["later/c.rb", ""]]
+    with_files(files) do |dir|
       backdate(dir)
       store = Loadout::TestSupport::FakeStore.open
       lp = ["#{dir}/app/lib", "#{dir}/gems/g-1.0/lib"]
@@ -157,7 +163,8 @@ class LoadPathCheckTest < Minitest::Test
       refute built[:restored]
       assert_equal 3, built[:listed]
       assert_equal({ status: :hit, entries: [] }, check.call(later: ["#{dir}/later"]).slice(:status, :entries))
-      assert Loadout::LoadPath.precompile(store: store, load_path: lp, stable_roots: roots)[:restored], "precompile is idempotent"
+      assert Loadout::LoadPath.precompile(store: store, load_path: lp, stable_roots: roots)[:restored],
+             "precompile is idempotent"
       # Other stable roots: the gem dir is then an app dir, checked against its dirs (unchanged).
       assert_equal :hit, Loadout::LoadPath.check(store: store, load_path: lp, stable_roots: [])[:status]
 

@@ -24,7 +24,7 @@ class LoadPathIndexTest < Minitest::Test
     found.is_a?(Array) ? "e#{found[0]}/#{found[1]}" : found
   end
 
-  test "the first entry holding a name wins; x.rb in any entry beats x.so in an earlier one" do
+  test "the first item holding a name wins; x.rb in any item beats x.so in an earlier one" do
     t = table(%w[x.so y.rb], %w[x.rb y.rb z.so])
     assert_equal "e1/x.rb", look(t, "x")
     assert_equal "e0/x.so", look(t, "x.so")
@@ -43,10 +43,10 @@ class LoadPathIndexTest < Minitest::Test
     assert_equal :miss, look(t, "task")
   end
 
-  test "an entry the index cannot describe makes what lies after it unknown" do
+  test "an item the index cannot describe makes what lies after it unknown" do
     t = table(%w[x.rb], %w[y.rb z.so], opaque_at: 1)
     assert_equal "e0/x.rb", look(t, "x")
-    assert_equal :unknown_entry, look(t, "y"), "the opaque entry may hold y.rb"
+    assert_equal :unknown_entry, look(t, "y"), "the opaque item may hold y.rb"
     assert_equal :unknown_entry, look(t, "nope"), "a miss is only certain when every entry was listed"
     t2 = table(%w[x.so], opaque_at: 1)
     assert_equal :unknown_entry, look(t2, "x"), "the opaque entry may hold x.rb, which beats x.so"
@@ -83,7 +83,10 @@ class LoadPathIndexTest < Minitest::Test
     with_files([["a/b/c.rb", "nil"], ["a/d/", nil]]) do |dir|
       base = "#{dir}/a"
       dirs = ["", "b", "d"]
-      mtimes = dirs.map { |d| st = File.stat(d.empty? ? base : "#{base}/#{d}"); (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec }
+      mtimes = dirs.map do |d|
+        st = File.stat(d.empty? ? base : "#{base}/#{d}")
+        (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec
+      end
       blob = "\0b\0d\0" # "" is the root itself
       packed = mtimes.pack("q*")
       checks = [TWIN.method(:dirs_fresh?)]

@@ -12,7 +12,7 @@ class LoadPathLoadedFeaturesTest < Minitest::Test
     $LOADED_FEATURES.replace(saved)
   end
 
-  test "a feature counts as loaded under any current entry, or by its bare name" do
+  test "a feature counts as loaded under any current item, or by its bare name" do
     lpaths = { "/lp" => true, "/" => true }
     with_features(["/lp/a/b.rb", "enumerator.so", "/other/c.rb", "/top.rb", "plain"]) do |lf|
       assert lf.maybe_loaded?("a/b", lpaths)

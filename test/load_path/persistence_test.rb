@@ -33,7 +33,9 @@ class LoadPathPersistenceTest < Minitest::Test
   end
 
   def tree
-    files = (0...5).flat_map { |g| [["gems/g#{g}-1.0/lib/g#{g}.rb", "puts 'g#{g}'"], ["gems/g#{g}-1.0/lib/g#{g}/sub.rb", "puts 'g#{g} sub'"]] }
+    files = (0...5).flat_map do |g|
+      [["gems/g#{g}-1.0/lib/g#{g}.rb", "puts 'g#{g}'"], ["gems/g#{g}-1.0/lib/g#{g}/sub.rb", "puts 'g#{g} sub'"]]
+    end
     files + [["app/lib/app.rb", "puts 'app'"], ["app/lib/app/models/", nil], ["app/lib/g1.rb", "puts 'app g1'"]]
   end
 
@@ -53,7 +55,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "a file added to a volatile entry between boots is found, only that entry is rescanned" do
+  test "a file added to a volatile dir between boots is found, only that dir is rescanned" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -65,7 +67,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "a file added to a new shadowing path in a volatile entry wins over a gem" do
+  test "a file added to a new shadowing path in a volatile dir wins over a gem" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -87,7 +89,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "an empty entry is left out of the search, and a file added to it later is found" do
+  test "an empty item is left out of the search, and a file added to it later is found" do
     with_files(tree + [["app/empty/"]]) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -113,7 +115,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "a different $LOAD_PATH reuses the stored listings of the entries it shares" do
+  test "a different $LOAD_PATH reuses the stored listings of the dirs it shares" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"
@@ -127,7 +129,7 @@ class LoadPathPersistenceTest < Minitest::Test
     end
   end
 
-  test "trust: :all restores volatile entries without checking them" do
+  test "trust: :all restores volatile dirs without checking them" do
     with_files(tree) do |home|
       backdate(home)
       store = "#{home}/store.bin"

@@ -33,7 +33,8 @@ class LoadPathSyscallsTest < Minitest::Test
   end
 
   def gem_tree
-    (0...20).map { |g| ["gems/g#{g}-1.0/lib/g#{g}/deep/f#{g}.rb", "nil"] } + [["app/lib/a/b/app.rb", "nil"], ["app/lib/empty/"]]
+    (0...20).map { |g| ["gems/g#{g}-1.0/lib/g#{g}/deep/f#{g}.rb", "nil"] } +
+      [["app/lib/a/b/app.rb", "nil"], ["app/lib/empty/"]]
   end
 
   def child(home, body)
@@ -53,7 +54,7 @@ class LoadPathSyscallsTest < Minitest::Test
     RUBY
   end
 
-  test "a warm boot lists no directory and stats only the volatile entry's dirs" do
+  test "a warm boot lists no directory and stats only the volatile item's dirs" do
     with_files(gem_tree) do |home|
       backdate(home)
       env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYOPT" => nil, "RUBYLIB" => nil, "BUNDLE_GEMFILE" => nil }
@@ -80,7 +81,7 @@ class LoadPathSyscallsTest < Minitest::Test
       run_ruby!(child(home, "nil"), env: env.merge("MODE" => "cold"), ruby_opts: ["-I", TEST_DIR])
       body = <<~'RUBY'
         Loadout::LoadPath.install!(store: store)
-        # Ruby 3.1 realpaths every $LOAD_PATH entry on the first require after a change to it
+        # Ruby 3.1 realpaths every $LOAD_PATH item on the first require after a change to it
         # (its own expanded load path cache, with or without loadout): pay that first.
         require "g0/deep/f0"
         File.exist?("/loadout-mark-require")

@@ -90,7 +90,8 @@ class RakeDifferentialTest < Minitest::Test
     end,
     # --trace prints the full backtrace, where loadout's frames show between rake's (the only
     # known difference; without --trace they are hidden like rake's own). Compared without them.
-    scenario("a failing action under --trace", args: ["--trace"], env: { "FAIL_TASK" => "obj/c.o" }, breaker: nil) do |d|
+    scenario("a failing action under --trace", args: ["--trace"], env: { "FAIL_TASK" => "obj/c.o" },
+                                               breaker: nil) do |d|
       P.touch(d, "include/util.h", P::BASE_TIME + 12.5)
     end,
     scenario("build all (-B)", args: ["-B"], breaker: nil),

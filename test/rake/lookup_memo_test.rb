@@ -3,7 +3,7 @@
 require "test_helper"
 require "support/rake_project"
 
-# loadout/rake remembers TaskManager#[] results during a run (lib/loadout/rake/hooks.rb,
+# loadout/rake remembers TaskManager#[] results during a run (lib/loadout/rake_memo/hooks.rb,
 # Hooks::Application#[]). The differential tests cover it on stock Rake; these cover the two
 # rules that keep it exact elsewhere.
 class RakeLookupMemoTest < Minitest::Test
@@ -56,7 +56,7 @@ class RakeLookupMemoTest < Minitest::Test
     script = <<~'RUBY'
       require "rake"
       require "loadout/rake"
-      run = Loadout::Rake.const_get(:Run)
+      run = Loadout::RakeMemo.const_get(:Run)
       app = Rake.application
       run.enter
       cache = run.lookups(app)

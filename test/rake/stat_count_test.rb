@@ -75,7 +75,8 @@ class RakeStatCountTest < Minitest::Test
       counts = ["default", "baseline"].map do |task|
         _, err, status = Open3.capture3(
           { "RUBYOPT" => nil }, "/usr/bin/strace", "-f", "-c", "-e", "trace=stat,lstat,newfstatat,statx",
-          RbConfig.ruby, "-I", rake_lib, "-I", P::LIB, "-rloadout/rake", "-e", 'require "rake"; Rake.application.run', "--", task,
+          RbConfig.ruby, "-I", rake_lib, "-I", P::LIB, "-rloadout/rake",
+          "-e", 'require "rake"; Rake.application.run', "--", task,
           chdir: dir
         )
         skip "strace cannot trace here: #{err.lines.first}" unless status.success? && err.include?("total")

@@ -231,7 +231,8 @@ module Loadout
         end
         puts "   #{runs} rake runs compared, #{mismatches.size} differ"
         mismatches.each do |name, args, stock, ours|
-          puts "   DIFFERS: #{name} rake #{args.join(" ")}\n     stock:   #{stock.inspect}\n     loadout: #{ours.inspect}"
+          puts "   DIFFERS: #{name} rake #{args.join(" ")}\n" \
+               "     stock:   #{stock.inspect}\n     loadout: #{ours.inspect}"
         end
         mismatches.empty?
       end

@@ -137,7 +137,8 @@ class RequireDecoratorsTest < Minitest::Test
                          compile_cache_yaml: false, compile_cache_json: false)
         RUBY
         prelude = "$LOAD_PATH.unshift(#{"#{dir}/lib".dump})\n"
-        script = order == :before ? "#{prelude}#{bootsnap}Loadout::LoadPath.install! if $__with_loadout\n#{BODY}" : "#{prelude}#{bootsnap}#{BODY}"
+        install = order == :before ? "Loadout::LoadPath.install! if $__with_loadout\n" : ""
+        script = "#{prelude}#{bootsnap}#{install}#{BODY}"
         setup = order == :before ? "$__with_loadout = true" : "Loadout::LoadPath.install!"
         assert_same_behaviour(script.gsub("DIR", dir).sub("check(:log) { $log }", "check(:log) { nil }"), setup: setup)
       end

@@ -15,9 +15,10 @@ class RequireDifferentialTest < Minitest::Test
     [plain, with]
   end
 
-  test "shadowing across entries: the first entry holding the feature wins" do
-    with_files([["a/x.rb", "puts 'a/x'"], ["b/x.rb", "puts 'b/x'"], ["b/y.rb", "puts 'b/y'"],
-                ["c/y.rb", "puts 'c/y'"], ["a/deep/z.rb", "puts 'a/deep/z'"], ["b/deep/z.rb", "puts 'b/deep/z'"]]) do |dir|
+  test "shadowing across items: the first item holding the feature wins" do
+    files = [["a/x.rb", "puts 'a/x'"], ["b/x.rb", "puts 'b/x'"], ["b/y.rb", "puts 'b/y'"],
+             ["c/y.rb", "puts 'c/y'"], ["a/deep/z.rb", "puts 'a/deep/z'"], ["b/deep/z.rb", "puts 'b/deep/z'"]]
+    with_files(files) do |dir|
       _, with = same(<<~RUBY)
         $LOAD_PATH.unshift("#{dir}/c", "#{dir}/b", "#{dir}/a")
         check(:x) { require "x" }
@@ -65,8 +66,9 @@ class RequireDifferentialTest < Minitest::Test
   end
 
   test "features with dots, unknown extensions and .. segments" do
-    with_files([["a/foo.bar.rb", "puts 'foo.bar'"], ["a/task.rake.rb", "puts 'task.rake.rb'"],
-                ["a/sub/q.rb", "puts 'q'"], ["a/r.rb", "puts 'r'"], ["b/r.rb", "puts 'b/r'"], ["a/v1.2/w.rb", "puts 'w'"]]) do |dir|
+    files = [["a/foo.bar.rb", "puts 'foo.bar'"], ["a/task.rake.rb", "puts 'task.rake.rb'"],
+             ["a/sub/q.rb", "puts 'q'"], ["a/r.rb", "puts 'r'"], ["b/r.rb", "puts 'b/r'"], ["a/v1.2/w.rb", "puts 'w'"]]
+    with_files(files) do |dir|
       same(<<~RUBY)
         $LOAD_PATH.unshift("#{dir}/b", "#{dir}/a")
         check(:dots) { require "foo.bar" }
@@ -107,8 +109,10 @@ class RequireDifferentialTest < Minitest::Test
     end
   end
 
-  test "features found through a symlinked $LOAD_PATH entry are recorded under its realpath" do
-    with_files([["real/lib/sy.rb", "puts __FILE__"], ["real/lib/deep/sz.rb", "puts __FILE__"], ["other/sy.rb", "puts 'other'"]]) do |dir|
+  test "features found through a symlinked $LOAD_PATH item are recorded under its realpath" do
+    files = [["real/lib/sy.rb", "puts __FILE__"], ["real/lib/deep/sz.rb", "puts __FILE__"],
+             ["other/sy.rb", "puts 'other'"]]
+    with_files(files) do |dir|
       File.symlink("#{dir}/real", "#{dir}/current")
       File.symlink("#{dir}/real/lib", "#{dir}/lib_link")
       _, with = same(<<~RUBY, hits: 2)
@@ -123,9 +127,10 @@ class RequireDifferentialTest < Minitest::Test
     end
   end
 
-  test "relative entries and Dir.chdir during boot" do
-    with_files([["one/lib/r1.rb", "puts 'one r1'"], ["one/lib/r2.rb", "puts 'one r2'"],
-                ["two/lib/r2.rb", "puts 'two r2'"], ["two/lib/r3.rb", "puts 'two r3'"], ["one/dot.rb", "puts 'dot'"]]) do |dir|
+  test "relative items and Dir.chdir during boot" do
+    files = [["one/lib/r1.rb", "puts 'one r1'"], ["one/lib/r2.rb", "puts 'one r2'"],
+             ["two/lib/r2.rb", "puts 'two r2'"], ["two/lib/r3.rb", "puts 'two r3'"], ["one/dot.rb", "puts 'dot'"]]
+    with_files(files) do |dir|
       same(<<~RUBY, chdir: "#{dir}/one")
         $LOAD_PATH.unshift("lib", ".")
         check(:r1) { require "r1" }
@@ -140,7 +145,9 @@ class RequireDifferentialTest < Minitest::Test
   end
 
   test "Pathname and empty $LOAD_PATH items" do
-    with_files([["a/pn.rb", "puts 'a/pn'"], ["b/pn.rb", "puts 'b/pn'"], ["b/other.rb", "puts 'other'"], ["c/first.rb", "puts 'first'"]]) do |dir|
+    files = [["a/pn.rb", "puts 'a/pn'"], ["b/pn.rb", "puts 'b/pn'"], ["b/other.rb", "puts 'other'"],
+             ["c/first.rb", "puts 'first'"]]
+    with_files(files) do |dir|
       same(<<~RUBY)
         require "pathname"
         $LOAD_PATH.unshift("#{dir}/c", "", Pathname.new("#{dir}/a"), "#{dir}/b")
@@ -284,7 +291,8 @@ class RequireDifferentialTest < Minitest::Test
   # check: these are the shapes where it must not (an extension of the same name is loaded, a
   # feature is being loaded) or where the check is by extension.
   test "already loaded: by extension, extension-only names, and explicit extensions" do
-    with_files([["a/e.rb", "puts 'e.rb'"], ["a/f.rb", "puts 'f.rb'"], ["a/g.rb", "puts 'g.rb'"], ["a/h.rb", "puts 'h.rb'"]]) do |dir|
+    files = [["a/e.rb", "puts 'e.rb'"], ["a/f.rb", "puts 'f.rb'"], ["a/g.rb", "puts 'g.rb'"], ["a/h.rb", "puts 'h.rb'"]]
+    with_files(files) do |dir|
       _, with = same(<<~RUBY)
         $LOAD_PATH.unshift("#{dir}/a")
         # As if an extension e.so were loaded: Ruby still looks for e.rb, and loads it.
@@ -384,8 +392,10 @@ class RequireDifferentialTest < Minitest::Test
   end
 
   test "threads requiring the same features concurrently load each once" do
-    files = (0...6).map { |i| ["a/c#{i}.rb", "sleep 0.01; $loads = ($loads || 0) + 1; #{i < 5 ? "require 'c#{i + 1}'" : ""}"] } +
-            (0...8).map { |i| ["a/d#{i}.rb", "sleep 0.01"] }
+    files = (0...6).map do |i|
+      ["a/c#{i}.rb", "sleep 0.01; $loads = ($loads || 0) + 1; #{"require 'c#{i + 1}'" if i < 5}"]
+    end
+    files += (0...8).map { |i| ["a/d#{i}.rb", "sleep 0.01"] }
     with_files(files) do |dir|
       _, with = same(<<~RUBY, sort_features: true)
         $LOAD_PATH.unshift("#{dir}/a")
@@ -444,8 +454,8 @@ class RequireDevelopmentModeTest < Minitest::Test
   test "development mode: a missing feature created later is found, like plain Ruby" do
     with_files([["a/x.rb", "nil"], ["b/sub/y.rb", "nil"]]) do |dir|
       cleanup = -> { FileUtils.rm_rf(["#{dir}/b/later.rb", "#{dir}/a/newdir"]) }
-      _, with = assert_same_behaviour(SCRIPT.gsub("DIR", dir), setup: "Loadout::LoadPath.install!(development_mode: true)",
-                                                              before_each: cleanup)
+      setup = "Loadout::LoadPath.install!(development_mode: true)"
+      _, with = assert_same_behaviour(SCRIPT.gsub("DIR", dir), setup: setup, before_each: cleanup)
       assert_equal "later\ndeeper\n", with.stdout
       assert_index_used(with, hits: 2, misses: 1)
     end
@@ -455,8 +465,8 @@ class RequireDevelopmentModeTest < Minitest::Test
   test "production mode: a missing feature created later is found too" do
     with_files([["a/x.rb", "nil"], ["b/sub/y.rb", "nil"]]) do |dir|
       cleanup = -> { FileUtils.rm_rf(["#{dir}/b/later.rb", "#{dir}/a/newdir"]) }
-      _, with = assert_same_behaviour(SCRIPT.gsub("DIR", dir), setup: "Loadout::LoadPath.install!",
-                                                              before_each: cleanup)
+      setup = "Loadout::LoadPath.install!"
+      _, with = assert_same_behaviour(SCRIPT.gsub("DIR", dir), setup: setup, before_each: cleanup)
       assert_equal "later\ndeeper\n", with.stdout
       assert_index_used(with, hits: 2, misses: 1)
     end

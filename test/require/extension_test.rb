@@ -21,7 +21,9 @@ class RequireExtensionTest < Minitest::Test
       out, status = Open3.capture2e(RbConfig.ruby, "extconf.rb", chdir: dir)
       out2, status2 = Open3.capture2e("make", chdir: dir) if status.success?
       so = "#{dir}/dual.#{DLEXT}"
-      raise "could not build the test extension:\n#{out}\n#{out2}" unless status.success? && status2&.success? && File.exist?(so)
+      unless status.success? && status2&.success? && File.exist?(so)
+        raise "could not build the test extension:\n#{out}\n#{out2}"
+      end
 
       so
     end
@@ -40,7 +42,7 @@ class RequireExtensionTest < Minitest::Test
 
   # Ruby 3.1 tries x.rb in every entry before x.so in any (load.c rb_find_file_ext); after one
   # of them is loaded, the other name is handed to Ruby (it may count as provided), hence 1 hit.
-  test ".rb beats the extension in the same entry" do
+  test ".rb beats the extension in the same item" do
     with_ext_tree(rb_dirs: ["a"], so_dirs: ["a"]) do |dir|
       _, with = assert_same_behaviour(<<~RUBY)
         $LOAD_PATH.unshift("#{dir}/a")
@@ -52,7 +54,7 @@ class RequireExtensionTest < Minitest::Test
     end
   end
 
-  test ".rb in a later entry beats an extension in an earlier one" do
+  test ".rb in a later item beats an extension in an earlier one" do
     with_ext_tree(rb_dirs: ["b"], so_dirs: ["a"]) do |dir|
       _, with = assert_same_behaviour(<<~RUBY)
         $LOAD_PATH.unshift("#{dir}/a", "#{dir}/b")

@@ -16,7 +16,6 @@ class LoadPathRewriteTest < Minitest::Test
   # RubyGems' require in place (no Bundler), as in ruby/ruby's own tests.
   NO_BUNDLER = { "RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil, "BUNDLER_SETUP" => nil, "BUNDLE_BIN_PATH" => nil }.freeze
 
-
   SCRIPT = <<~'RUBY'
     require "loadout"
     Loadout.setup(cache_dir: "DIR/cache", root: "DIR") if ENV["WITH"]
@@ -48,7 +47,8 @@ class LoadPathRewriteTest < Minitest::Test
   RUBY
 
   test "emptying or replacing $LOAD_PATH after setup: no warning, the same results as plain Ruby" do
-    with_files([["new/rewrite_a.rb", "puts 'a'"], ["new/rewrite_b.rb", "puts 'b'"], ["new/rewrite_c.rb", "puts 'c'"]]) do |dir|
+    files = [["new/rewrite_a.rb", "puts 'a'"], ["new/rewrite_b.rb", "puts 'b'"], ["new/rewrite_c.rb", "puts 'c'"]]
+    with_files(files) do |dir|
       File.write("#{dir}/main.rb", SCRIPT.gsub("DIR", dir))
       plain = run_ruby("load #{"#{dir}/main.rb".dump}", env: NO_BUNDLER.merge("WITH" => nil))
       cold = run_ruby("load #{"#{dir}/main.rb".dump}", env: NO_BUNDLER.merge("WITH" => "1"))
@@ -64,7 +64,7 @@ class LoadPathRewriteTest < Minitest::Test
   end
 
   # ruby/ruby's test_require.rb, test_require_changed_home: a "~" entry follows $HOME.
-  test "a ~ entry after $LOAD_PATH was replaced follows HOME, as in plain Ruby" do
+  test "a ~ item after $LOAD_PATH was replaced follows HOME, as in plain Ruby" do
     with_files([["foo_home.rb", "puts 'foo'"], ["a/bar_home.rb", "puts 'bar'"]]) do |dir|
       script = <<~RUBY
         require "loadout"
@@ -77,7 +77,9 @@ class LoadPathRewriteTest < Minitest::Test
         p :ok if require "bar_home"
       RUBY
       File.write("#{dir}/main.rb", script)
-      results = [nil, "1", "1"].map { |with| run_ruby("load #{"#{dir}/main.rb".dump}", env: NO_BUNDLER.merge("WITH" => with)) }
+      results = [nil, "1", "1"].map do |with|
+        run_ruby("load #{"#{dir}/main.rb".dump}", env: NO_BUNDLER.merge("WITH" => with))
+      end
       assert_equal "foo\nbar\n:ok\n", results[0].stdout, results[0].stderr
       results.drop(1).each { |r| assert_equal [results[0].stdout, ""], [r.stdout, r.stderr] }
     end

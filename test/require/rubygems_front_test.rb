@@ -94,9 +94,9 @@ class RequireRubyGemsFrontTest < Minitest::Test
     end
   end
 
-  test "-I beats a default gem: a .rb, a bare file, a symlinked entry, a relative entry" do
-    files = [["shadow/set.rb", "puts 'my set'\n"], ["bare/ostruct", "not ruby\n"], ["real/securerandom.rb", "puts 'my sr'\n"],
-             ["rel/digest.rb", "puts 'my digest'\n"]]
+  test "-I beats a default gem: a .rb, a bare file, a symlinked item, a relative item" do
+    files = [["shadow/set.rb", "puts 'my set'\n"], ["bare/ostruct", "not ruby\n"],
+             ["real/securerandom.rb", "puts 'my sr'\n"], ["rel/digest.rb", "puts 'my digest'\n"]]
     with_files(files) do |dir|
       File.symlink("#{dir}/real", "#{dir}/linked")
       _, with = same_without_bundler(<<~RUBY, chdir: dir)
@@ -114,7 +114,7 @@ class RequireRubyGemsFrontTest < Minitest::Test
     end
   end
 
-  test "a default gem whose name no entry ahead holds, with an unlisted entry ahead: RubyGems decides" do
+  test "a default gem whose name no item ahead holds, with an unlisted item ahead: RubyGems decides" do
     with_files([["locked/x.rb", "1\n"]]) do |dir|
       File.chmod(0o000, "#{dir}/locked")
       _, with = same_without_bundler(<<~RUBY)
@@ -246,18 +246,20 @@ class RequireRubyGemsFrontTest < Minitest::Test
   # that decoration too (LoadPath::BundledGemsFront), for names it cannot warn about. The children
   # use Ruby's own Bundler on an app with an empty bundle.
   test "Bundler's bundled-gems warning: the same warnings and LoadErrors, the rest answered above it" do
+    unbundled = ENV.keys.grep(/\ABUNDLE/).to_h { |k| [k, nil] }
+                   .merge(NO_BUNDLER, "GEM_HOME" => nil, "RUBYLIB" => nil, "GEM_PATH" => nil)
     bundler = run_ruby!('print Gem::Specification.default_stubs.find { |s| s.name == "bundler" }&.version',
-                        env: ENV.keys.grep(/\ABUNDLE/).to_h { |k| [k, nil] }.merge(NO_BUNDLER, "GEM_HOME" => nil, "RUBYLIB" => nil,
-                                                                                     "GEM_PATH" => nil)).stdout
+                        env: unbundled).stdout
     skip "Bundler's bundled-gems warning comes with Ruby 3.3" unless RUBY_VERSION >= "3.3" && !bundler.empty?
 
-    lock = "GEM\n  remote: https://rubygems.org/\n  specs:\n\nPLATFORMS\n  ruby\n\nDEPENDENCIES\n\nBUNDLED WITH\n   #{bundler}\n"
+    lock = "GEM\n  remote: https://rubygems.org/\n  specs:\n\nPLATFORMS\n  ruby\n\nDEPENDENCIES\n\n" \
+           "BUNDLED WITH\n   #{bundler}\n"
     with_files([["app/Gemfile", "source \"https://rubygems.org\"\n"], ["app/Gemfile.lock", lock],
                 ["lib/fa.rb", "require 'set'\n"], ["lib/smtp.rb", "puts 'my smtp'\n"]]) do |dir|
       # Nothing of the suite's bundle (BUNDLER_VERSION and RUBYLIB would pick its older Bundler).
       env = ENV.keys.grep(/\ABUNDLE/).to_h { |k| [k, nil] }
-               .merge(NO_BUNDLER, "GEM_HOME" => nil, "GEM_PATH" => nil, "RUBYLIB" => nil,
-                      "BUNDLE_GEMFILE" => "#{dir}/app/Gemfile")
+               .merge(NO_BUNDLER, "GEM_HOME" => nil, "GEM_PATH" => nil, "RUBYLIB" => nil)
+               .merge("BUNDLE_GEMFILE" => "#{dir}/app/Gemfile")
       script = <<~RUBY
         #{prelude(dir, "lib")}
         check(:chain) { Kernel.instance_method(:require).owner }

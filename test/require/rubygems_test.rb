@@ -26,8 +26,10 @@ class RequireRubyGemsTest < Minitest::Test
   end
 
   def with_gem_home
-    files = gem_files("alpha", "1.0", [["lib/alpha.rb", "puts 'alpha 1.0'"], ["lib/alpha/extra.rb", "puts 'alpha extra'"]]) +
-            gem_files("alpha", "2.0", [["lib/alpha.rb", "puts 'alpha 2.0'"], ["lib/alpha/extra.rb", "puts 'alpha 2 extra'"]]) +
+    files = gem_files("alpha", "1.0", [["lib/alpha.rb", "puts 'alpha 1.0'"],
+                                       ["lib/alpha/extra.rb", "puts 'alpha extra'"]]) +
+            gem_files("alpha", "2.0", [["lib/alpha.rb", "puts 'alpha 2.0'"],
+                                       ["lib/alpha/extra.rb", "puts 'alpha 2 extra'"]]) +
             gem_files("beta", "1.0", [["lib/beta.rb", "puts 'beta'; require 'alpha'"]], deps: { "alpha" => "< 2" }) +
             gem_files("gamma", "1.0", [["lib/gamma_only.rb", "puts 'gamma'"]])
     with_files(files) do |home|
@@ -54,7 +56,7 @@ class RequireRubyGemsTest < Minitest::Test
       assert_equal "gamma\nalpha 2.0\nalpha 2 extra\n", with.stdout
       # gamma_only, alpha and not_in_any_gem are index misses (no $LOAD_PATH scan): the hook sits
       # under RubyGems' require, which catches the LoadError and activates a gem for the first
-      # two, then requires again: hits, from the activated gem's new $LOAD_PATH entry.
+      # two, then requires again: hits, from the activated gem's new $LOAD_PATH item.
       assert_index_used(with, hits: 3, misses: 3)
       assert_equal 0, with.stats[:fallbacks], with.stats.inspect
     end

@@ -78,7 +78,8 @@ class RequireZeitwerkTest < Minitest::Test
   VERSIONS.each do |version|
     test "Zeitwerk #{version}, loadout set up first (config/boot.rb)" do
       with = run_zeitwerk(version, :before)
-      assert_includes with.steps.assoc(:seen)[2], "lib/app/payments", "the implicit namespace's directory reached the chain"
+      assert_includes with.steps.assoc(:seen)[2], "lib/app/payments",
+                      "the implicit namespace's directory reached the chain"
     end
 
     test "Zeitwerk #{version}, loadout set up after it" do
@@ -89,7 +90,8 @@ class RequireZeitwerkTest < Minitest::Test
   # Without Bundler, RubyGems' require sits under Zeitwerk's and loadout answers above it
   # (LoadPath::RubyGemsFront): Zeitwerk's alias of RubyGems' require becomes the front hook.
   %i[before after].each do |order|
-    test "Zeitwerk #{VERSIONS.last}, loadout set up #{order == :before ? "first" : "after it"}, RubyGems' require in place" do
+    test "Zeitwerk #{VERSIONS.last}, loadout set up #{order == :before ? "first" : "after it"}, " \
+         "RubyGems' require in place" do
       with = run_zeitwerk(VERSIONS.last, order, env: NO_BUNDLER)
       assert_operator with.stats[:front].to_i, :>, 0, with.stats.inspect
     end

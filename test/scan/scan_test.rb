@@ -30,7 +30,7 @@ class ScanTest < Minitest::Test
     RUBY
     res = run_ruby!(script, args: [root], env: { "LOADOUT_PURE" => pure ? "1" : "0" })
     backend, arr, ref = Marshal.load(res.stdout.unpack1("m0")) # rubocop:disable Security/MarshalLoad
-    [backend, Loadout::Scan::Result.new(*arr), ref]
+    [backend, Loadout::Scan::Tree.new(*arr), ref]
   end
 
   def assert_backends_agree(root, ignore: nil)
@@ -65,7 +65,8 @@ class ScanTest < Minitest::Test
       assert_includes result.errors, ["lib/locked", :eacces]
       assert_includes result.errors, ["lib/bad\xFFname.rb".b, :invalid_encoding]
       assert_includes result.errors, ["lib/bad\xFEdir".b, :invalid_encoding]
-      refute(result.errors.any? { |path, _| path.include?("broken_dir") }, "non-requirable broken links are skipped silently")
+      refute(result.errors.any? { |path, _| path.include?("broken_dir") },
+             "non-requirable broken links are skipped silently")
       assert(result.files.all? { |f| f.encoding == Encoding::UTF_8 && f.valid_encoding? })
     end
   end

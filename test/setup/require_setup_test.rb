@@ -52,7 +52,8 @@ class RequireSetupTest < Minitest::Test
     with_app do |app|
       script = 'at_exit { puts $LOADED_FEATURES.grep(%r{loadout/(stats|compile_cache/fidelity)\\.rb}).size }; ' \
                'require "loadout"; own = []; ' \
-               'Loadout.instrumentation = ->(e, path, **) { own << path if e == :hit && path.include?("/loadout/load_path") }; ' \
+               "Loadout.instrumentation = lambda { |e, path, **| " \
+               '  own << path if e == :hit && path.include?("/loadout/load_path") }; ' \
                'at_exit { puts "own hits: #{own.size}" }; ' \
                'require "loadout/setup"; require "yaml"; YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml"))'
       env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
@@ -65,7 +66,6 @@ class RequireSetupTest < Minitest::Test
         assert store.key?(Loadout::LoadedFiles::KEY), "a first boot records what it loaded"
       end
       assert File.file?(File.join(app, "tmp/cache/loadout/store.last-boot"))
-      sleep 0.3 # the first boot's background compile
       warm = spawn_ruby("-e", script, env: env, chdir: app)
       assert warm.success?, warm.stderr
       assert_equal "0", warm.stdout.lines.last.chomp
@@ -83,9 +83,12 @@ class RequireSetupTest < Minitest::Test
 
   test "a file shadowing one of loadout's on $LOAD_PATH changes nothing: loadout loads its own by absolute path" do
     with_app do |app|
-      with_files([["loadout/compile_cache.rb", "module Loadout\n  def broken(\nend\n"], ["loadout/scan.rb", "raise 'shadow'"]]) do |shadow|
+      files = [["loadout/compile_cache.rb", "module Loadout\n  def broken(\nend\n"],
+               ["loadout/scan.rb", "raise 'shadow'"]]
+      with_files(files) do |shadow|
         script = "$LOAD_PATH.unshift(#{shadow.dump}); " \
-                 'require "loadout/setup"; require "yaml"; p YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml")).keys; ' \
+                 'require "loadout/setup"; require "yaml"; ' \
+                 'p YAML.load_file(File.join(Dir.pwd, "config/locales/en.yml")).keys; ' \
                  "p Loadout::Boot.installed.map(&:name)"
         env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
         result = spawn_ruby("-e", script, env: env, chdir: app)

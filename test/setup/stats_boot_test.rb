@@ -21,8 +21,9 @@ class StatsBootTest < Minitest::Test
   RUBY
 
   test "require_relative is timed under its resolved path and keeps Ruby's behaviour" do
-    with_files([["Gemfile", ""], ["main.rb", SCRIPT], ["lib/a.rb", "require 'shellwords'; require_relative 'b'; A = B + 1"],
-                ["lib/b.rb", "B = 41"]]) do |dir|
+    files = [["Gemfile", ""], ["main.rb", SCRIPT],
+             ["lib/a.rb", "require 'shellwords'; require_relative 'b'; A = B + 1"], ["lib/b.rb", "B = 41"]]
+    with_files(files) do |dir|
       plain = spawn_ruby("main.rb", env: { "LOADOUT_DISABLE" => "1" }, chdir: dir)
       result = spawn_ruby("main.rb", env: { "LOADOUT_STATS" => "1" }, chdir: dir)
       assert result.success?, result.stderr

@@ -34,7 +34,8 @@ class StatsTest < Minitest::Test
       Loadout::Stats.__time_require("outer") do
         tick.(0.010)
         Loadout::Stats.__time_require("inner") { tick.(0.100); true }
-        Loadout::Stats.__time_require("inner") { false } # already loaded (a failed nested require below counts as nested time too)
+        # already loaded (a failed nested require below counts as nested time too)
+        Loadout::Stats.__time_require("inner") { false }
         assert_raises(LoadError) { Loadout::Stats.__time_require("missing") { tick.(0.001); raise LoadError } }
         tick.(0.005)
         true

@@ -233,7 +233,8 @@ class EvictionTest < Minitest::Test
       gone = key_for(roots, File.join(app, "lib/gone.rb"))
       Loadout::Store.open(path) { |st| [kept, gone, stat_key(gone)].each { |k| st.put(k, "entry") } }
       out = StringIO.new
-      status = Loadout::CLI.new(["compact"], out: out, err: StringIO.new, env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }).run
+      env = { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }
+      status = Loadout::CLI.new(["compact"], out: out, err: StringIO.new, env: env).run
       assert_equal 0, status
       assert_match(/\(2 entries evicted: sources gone, or unused for 30 days\)/, out.string)
       Loadout::Store.open(path, readonly: true) { |st| assert_equal [kept], st.each.map { |k, _| k } }

@@ -57,7 +57,8 @@ class StoreFailSafeTest < Minitest::Test
     assert_match(/readable=true/, res.stdout)
     warnings = res.stderr.lines.grep(/loadout:/)
     assert_equal 1, warnings.size, res.stderr
-    assert_match(%r{cache store .*/cache/s\.store: no space left on the device \(ENOSPC\); free some disk space}, warnings[0])
+    assert_match(%r{cache store .*/cache/s\.store: no space left on the device \(ENOSPC\); free some disk space},
+                 warnings[0])
   end
 
   test "ENOSPC without fail_safe raises StoreError, truncates back, and recovers when space returns" do

@@ -67,8 +67,8 @@ class StoreLimitsTest < Minitest::Test
     last_off = Format::MAX_LOG - biggest
     ok = hint_bytes([["max", last_off, biggest], ["min", 0, Format::HEADER]])
     hint_readers(ok).each do |name, (_, map)|
-      assert_equal({ "max" => (biggest << Format::OFFSET_BITS) | last_off, "min" => Format::HEADER << Format::OFFSET_BITS },
-                   map, name.to_s)
+      expected = { "max" => (biggest << Format::OFFSET_BITS) | last_off, "min" => Format::HEADER << Format::OFFSET_BITS }
+      assert_equal expected, map, name.to_s
       assert_equal biggest, map["max"] >> Format::OFFSET_BITS
       assert_equal last_off, map["max"] & Format::OFFSET_MASK
       assert_operator map["max"], :<, 1 << 64

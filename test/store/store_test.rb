@@ -342,9 +342,9 @@ class StoreTest < Minitest::Test
         Dir.mktmpdir do |d2|
           p2 = File.join(d2, "s.store")
           _, out, = Open3.capture3("strace", "-f", "-qq", "-e", "trace=write", "-P", p2, RbConfig.ruby, "-I",
-                                Loadout::TestSupport::Subprocess::LIB, "-e",
-                                'require "loadout"; s = Loadout::Store.open(ARGV[0], defer_writes: true); ' \
-                                '1000.times { |i| s.put("k#{i}", "v" * 50) }', p2)
+                                   Loadout::TestSupport::Subprocess::LIB, "-e",
+                                   'require "loadout"; s = Loadout::Store.open(ARGV[0], defer_writes: true); ' \
+                                   '1000.times { |i| s.put("k#{i}", "v" * 50) }', p2)
           assert_equal 1, out.scan(/write\(/).size, "one write(2) for 1000 deferred puts:\n#{out}"
         end
       end

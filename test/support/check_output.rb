@@ -6,7 +6,8 @@ module Loadout
   module TestSupport
     # Assertions on `loadout check`'s report.
     module CheckOutput
-      BEFORE_SETUP = /^  loaded before setup \(not served by loadout; the next boot loads them the same way\): (\d+) files? \((.*)\)$/
+      BEFORE_SETUP = Regexp.new('^  loaded before setup \(not served by loadout; the next boot loads them the same ' \
+                                'way\): (\d+) files? \((.*)\)$')
 
       # The "loaded before setup" line names +app_files+ first, in that order, and otherwise only
       # Ruby's own files (Ruby 3.3's Bundler loads bundled_gems.rb before any app code).

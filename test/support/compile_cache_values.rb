@@ -43,11 +43,13 @@ module Loadout
           return [:same_as, seen[obj]] if seen.key?(obj)
 
           seen[obj] = seen.size
-          base = [obj.class, obj.frozen?, obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }]
+          ivars = obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }
+          base = [obj.class, obj.frozen?, ivars]
           case obj
           when String then base + [obj.encoding.name, obj.b]
           when Array then base + obj.map { |e| describe(e, seen) }
-          when Hash then base + [obj.default, obj.compare_by_identity?] + obj.map { |k, v| [describe(k, seen), describe(v, seen)] }
+          when Hash
+            base + [obj.default, obj.compare_by_identity?] + obj.map { |k, v| [describe(k, seen), describe(v, seen)] }
           when Range then base + [describe(obj.begin, seen), describe(obj.end, seen), obj.exclude_end?]
           else base + [obj.inspect.gsub(/0x\h+/, "0x"), obj.respond_to?(:marshal_dump) ? obj.marshal_dump.inspect : nil]
           end

@@ -88,7 +88,8 @@ module Loadout
       # Asserts the script behaves the same without and with loadout; returns [plain, with].
       # +before_each+ runs before each child (re-create files the script changes).
       # +sort_features+: compare $LOADED_FEATURES as a set (threads make the order vary).
-      def assert_same_behaviour(script, setup: DEFAULT_SETUP, before_each: nil, stderr: false, sort_features: false, **kw)
+      def assert_same_behaviour(script, setup: DEFAULT_SETUP, before_each: nil, stderr: false, sort_features: false,
+                                **kw)
         before_each&.call
         plain = run_reported(script, **kw)
         before_each&.call
@@ -97,7 +98,8 @@ module Loadout
         assert plain.steps, "plain run wrote no report:\n#{plain.stdout}\n#{plain.stderr}"
         assert with.steps, "loadout run wrote no report:\n#{with.stdout}\n#{with.stderr}"
         assert_equal plain.comparable, with.comparable,
-                     "behaviour differs with loadout\n--- plain stderr:\n#{plain.stderr}\n--- loadout stderr:\n#{with.stderr}"
+                     "behaviour differs with loadout\n--- plain stderr:\n#{plain.stderr}\n" \
+                     "--- loadout stderr:\n#{with.stderr}"
         assert_equal plain.stderr, with.stderr if stderr
         [plain, with]
       end

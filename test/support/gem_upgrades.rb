@@ -12,7 +12,7 @@ module Loadout
     # (the old dir removed), booted once after each upgrade. Used by test/integration/
     # eviction_test.rb and bench/eviction.rb.
     class GemUpgrades
-      include App # wait_for_group: the background compiler outlives the boot
+      include App # wait_for_group
 
       LIB = File.expand_path("../../lib", __dir__)
       FILES = 200
@@ -73,7 +73,7 @@ module Loadout
         "widget=#{version} sum=#{sum} files=#{FILES + 1} versions=#{version}\n"
       end
 
-      # Boots the app with widget-+version+; waits for the background compiler too. Returns
+      # Boots the app with widget-+version+ (and waits for its process group). Returns
       # [stdout, stderr, status].
       def boot(version, env: {})
         env = boot_env.merge("GEM_PATH" => @gem_home, "WIDGET_VERSION" => version.to_s).merge(env)

@@ -38,7 +38,8 @@ module Loadout
           missing = versions.reject { |v| File.directory?(lib_path(name, v)) }
           return if missing.empty?
 
-          env = { "BUNDLE_GEMFILE" => nil, "RUBYOPT" => nil, "BUNDLER_SETUP" => nil, "GEM_HOME" => DIR, "GEM_PATH" => DIR }
+          env = { "BUNDLE_GEMFILE" => nil, "RUBYOPT" => nil, "BUNDLER_SETUP" => nil,
+                  "GEM_HOME" => DIR, "GEM_PATH" => DIR }
           args = [RbConfig.ruby, "-S", "gem", "install", *missing.map { |v| "#{name}:#{v}" }, "--install-dir", DIR,
                   "--no-document", "--ignore-dependencies"]
           out, status = Open3.capture2e(env, *args)

@@ -133,7 +133,7 @@ module Loadout
         end
       end
 
-      # Runs `ruby ARGS` in +app+ (its own process group, waited for with any background worker);
+      # Runs `ruby ARGS` in +app+ (its own process group, waited for: see App#wait_for_group);
       # as an unprivileged user when asked and this process is root (root ignores file modes).
       def app_ruby(app, *args, env: {}, unprivileged: false)
         full = clean_env({ "RUBYLIB" => LIB }.merge(env))

@@ -17,7 +17,7 @@ require "loadout/rake"
 module Loadout
   module TestSupport
     module RakeBrokenMemo
-      RUN = Loadout::Rake.const_get(:Run)
+      RUN = Loadout::RakeMemo.const_get(:Run)
       MODE = ENV.fetch("LOADOUT_RAKE_BREAK")
 
       module OwnPathOnly

@@ -223,8 +223,8 @@ module Loadout
         "out/side_only.txt" => 17, "out/tables_early.txt" => 18, "out/tables.txt" => 19,
         "out/assets.stamp" => 20, "out/dir_user.txt" => 21, "obj/p1.o" => 22, "obj/p2.o" => 23,
         "obj/p3.o" => 24, "bin/par" => 25, "rules/r.ro" => 6, "out/ruled.txt" => 21, "out/nested.txt" => 21,
-        "ns:shadow.txt" => 5, "out/add_shadow.txt" => 40, "out/shadow_early.txt" => 21, "out/shadow_late.txt" => 21, "out/caret_early.txt" => 21,
-        "out/caret_late.txt" => 21,
+        "ns:shadow.txt" => 5, "out/add_shadow.txt" => 40, "out/shadow_early.txt" => 21, "out/shadow_late.txt" => 21,
+        "out/caret_early.txt" => 21, "out/caret_late.txt" => 21,
       }.freeze
 
       module_function

@@ -36,7 +36,9 @@ module Loadout
             cst = begin
               File.stat(full)
             rescue SystemCallError => e
-              errors << [child, e.class.name.split("::").last.downcase.to_sym] if extensions.any? { |x| name.end_with?(x) }
+              if extensions.any? { |x| name.end_with?(x) }
+                errors << [child, e.class.name.split("::").last.downcase.to_sym]
+              end
               next
             end
             if cst.directory?

@@ -38,12 +38,12 @@ module Loadout
         touch["lib/.hidden.rb"]
         mk["lib/.dotdir"]
         touch["lib/.dotdir/dot.rb"]
-        File.binwrite(File.join(root, "lib/bad\xFFname.rb".b), "")  # not valid UTF-8
+        File.binwrite(File.join(root, "lib/bad\xFFname.rb".b), "") # not valid UTF-8
         FileUtils.mkdir_p(File.join(root, "lib/bad\xFEdir".b))
         File.binwrite(File.join(root, "lib/bad\xFEdir/x.rb".b), "")
         mk["lib/locked"]
         touch["lib/locked/secret.rb"]
-        File.chmod(0o000, File.join(root, "lib/locked"))  # EACCES for a non-root reader
+        File.chmod(0o000, File.join(root, "lib/locked")) # EACCES for a non-root reader
         root
       end
 

@@ -117,7 +117,8 @@ module Loadout
       # next writer must cut it, or the record it appends is glued to it and lost (research
       # STORE.md, "glue").
       def inject_torn_tail(path, t)
-        rec = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::PUT, "torn-#{t}", "z" * (1 + @rng.rand(5000)))
+        rec = Format.frame_into(String.new(encoding: Encoding::BINARY), Format::PUT, "torn-#{t}",
+                                "z" * (1 + @rng.rand(5000)))
         File.open(path, "ab") { |f| f.write(rec.byteslice(0, 1 + @rng.rand(rec.bytesize - 1))) }
         @report.torn_injected += 1
       end

@@ -58,7 +58,7 @@ module Loadout
       end
 
       # Runs PROGRAM (as root, or as +user+: [uid, gid]); fails the test if it has not finished
-      # after 60 s (a hang), and waits for the background worker it may leave. Extra env:
+      # after 60 s (a hang), and waits for its process group. Extra env:
       # T_SHARED=1 for trust_shared_cache. +user_db+: run with these /etc/passwd, /etc/group (and
       # /etc/nsswitch.conf) texts (see #user_db_prefix).
       def trust_boot(app, cache, env: {}, user: nil, user_db: nil)
@@ -130,8 +130,8 @@ module Loadout
       RUBY
 
       # Run as the other user: rewrites the self cache file ARGV[0] in place (its owner and mode
-      # stay) with one entry, for loadout's own file ARGV[1] (keyed by its path under the lib dir), that prints "PWNED as <uid>" and
-      # then does what the file does.
+      # stay) with one entry, for loadout's own file ARGV[1] (keyed by its path under the lib dir),
+      # that prints "PWNED as <uid>" and then does what the file does.
       PLANT_SELF = <<~'RUBY'
         require "loadout"
         require "loadout/compile_cache"

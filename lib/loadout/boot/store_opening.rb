@@ -87,8 +87,10 @@ module Loadout
           store.evictor = lambda do |key, read, len|
             eviction ||= begin
               Eviction.new(roots: roots)
-            rescue ScriptError, StandardError # e.g. nothing can be required any more (an
-              ->(*) { false }                  # ASCII-incompatible default_external): keep all
+            rescue ScriptError, StandardError
+              # e.g. nothing can be required any more (an ASCII-incompatible default_external):
+              # keep all
+              ->(*) { false }
             end
             eviction.call(key, read, len)
           end

@@ -20,10 +20,10 @@ module Loadout
         $stdout.write(Marshal.dump([Gem.path.map(&:to_s), $LOAD_PATH.map(&:to_s)]))
       RUBY
 
-      Result = Struct.new(:gem_path, :load_path, :error, keyword_init: true)
+      Paths = Struct.new(:gem_path, :load_path, :error, keyword_init: true)
 
       class << self
-        #: (String) -> Result
+        #: (String) -> Paths
         def call(root)
           gemfile = %w[Gemfile gems.rb].map { |g| File.join(root, g) }.find { |f| File.file?(f) }
           return own unless gemfile
@@ -37,7 +37,7 @@ module Loadout
           end
 
           gem_path, load_path = Marshal.load(out) # rubocop:disable Security/MarshalLoad -- our own child's output
-          Result.new(gem_path: gem_path, load_path: load_path)
+          Paths.new(gem_path: gem_path, load_path: load_path)
         rescue StandardError, TypeError => e
           own.tap { |r| r.error = "could not ask Ruby for the app's bundle (#{e.class}: #{e.message})" }
         end
@@ -45,7 +45,7 @@ module Loadout
         private
 
         def own
-          Result.new(gem_path: Gem.path.map(&:to_s), load_path: $LOAD_PATH.map(&:to_s))
+          Paths.new(gem_path: Gem.path.map(&:to_s), load_path: $LOAD_PATH.map(&:to_s))
         end
 
         # Bundler is set up in this process, for this Gemfile.

@@ -14,7 +14,8 @@ module Loadout
     # CI-style one (built by a copy of the app at another path, as a CI job restores a cache into
     # a fresh checkout: every app file is revalidated by digest, the load-path index rebuilt).
     # Each boot is a fresh process, timed until it exits; whatever it leaves running in its
-    # process group is waited for before the next. Caches live in a temporary directory
+    # process group (the app's own children: loadout starts none) is waited for before the next,
+    # so that no boot competes with the one before it. Caches live in a temporary directory
     # (LOADOUT_CACHE_DIR): the app's own cache and files are never touched. Prints one small table.
     class Bench # :nodoc:
       BANNER = <<~TEXT.chomp
@@ -102,7 +103,9 @@ module Loadout
         end
         rows << ["loadout, CI-style cache", ci]
         table(rows)
-        out.puts "  (GC settings: #{settings.map { |name, value, _| "#{name}=#{value}" }.join(" ")})" unless settings.empty?
+        unless settings.empty?
+          out.puts "  (GC settings: #{settings.map { |name, value, _| "#{name}=#{value}" }.join(" ")})"
+        end
         0
       end
 
@@ -174,7 +177,7 @@ module Loadout
         File.join(tmp, "cache-#{@dirs}").tap { |d| FileUtils.mkdir_p(d) }
       end
 
-      # Waits for what the boot left running in its process group.
+      # Waits for what the boot left running in its process group (see the class comment).
       def drain(pgid)
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + DRAIN_SECONDS
         sleep 0.02 while group_alive?(pgid) && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline

@@ -46,7 +46,8 @@ module Loadout
         missing = dirs.reject { |d| File.directory?(d) }
         raise UsageError.new("check: not a directory: #{missing.join(", ")}", ctx.help) unless missing.empty?
 
-        out.puts "cache dir:  #{ctx.config.cache_dir}#{" (not writable: boots will not update it)" unless writable?(ctx)}"
+        note = writable?(ctx) ? "" : " (not writable: boots will not update it)"
+        out.puts "cache dir:  #{ctx.config.cache_dir}#{note}"
         unless ctx.store_exists?
           out.puts "store:      missing (#{ctx.store_path}): the next boot will miss everything"
           out.puts "verdict:    MISS (run `loadout precompile`)"
@@ -87,7 +88,9 @@ module Loadout
           @roots = Config.roots_for(root, bundle.gem_path)
           require_relative "../compile_cache/key"
           @pairs = LoadedFiles.relocation(loaded["tags"], CompileCache::Key.new(@roots).root_tags)
-          @note = "(recorded with the app at #{recorded.first}: its files are checked here, under #{root})" unless @pairs.empty?
+          unless @pairs.empty?
+            @note = "(recorded with the app at #{recorded.first}: its files are checked here, under #{root})"
+          end
         end
 
         def path(path)

@@ -45,7 +45,7 @@ module Loadout
         dirs.reject { |d| d == @root }.uniq
       end
 
-      # The dirs --gemfile walks: every $LOAD_PATH entry of the app's bundle that is a directory,
+      # The dirs --gemfile walks: every $LOAD_PATH item of the app's bundle that is a directory,
       # except the app's own (under the app root and outside any gem home: the app root's walk
       # covers them), and each gem's DATA_DIRS beside its lib.
       def bundle_roots #: () -> Array[String]
@@ -82,7 +82,7 @@ module Loadout
 
       private
 
-      # The gem dir holding the $LOAD_PATH entry +lp+: "<home>/gems/<name>" or
+      # The gem dir holding the $LOAD_PATH item +lp+: "<home>/gems/<name>" or
       # "<home>/bundler/gems/<name>" for an installed gem, the parent of a lib dir beside a
       # gemspec for a path gem; nil otherwise (Ruby's own dirs).
       def gem_dir(lp, homes)

@@ -53,7 +53,8 @@ module Loadout
                  "Ruby #{record["ruby"]}) ran #{gc["count"]} GCs (#{gc["major"]} major)#{gc_time(gc)} and ended with " \
                  "#{slots(gc)} heap slots."
         if record["ruby"] != RUBY_VERSION
-          out.puts "  (recorded under Ruby #{record["ruby"]}; this is #{RUBY_VERSION}: boot the app with this Ruby first)"
+          out.puts "  (recorded under Ruby #{record["ruby"]}; this is #{RUBY_VERSION}: " \
+                   "boot the app with this Ruby first)"
         end
         if settings.empty?
           out.puts "Ruby's defaults already fit this boot: nothing to set."

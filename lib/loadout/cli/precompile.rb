@@ -56,7 +56,8 @@ module Loadout
         dirs, ctx = @cli.parse(argv, "precompile", BANNER) do |o|
           o.on("--gemfile", "also compile the rest of the bundle's $LOAD_PATH (gems, Ruby's own library) and the " \
                             "gems' data dirs") { opts[:gemfile] = true }
-          o.on("-j", "--jobs N", Integer, "worker processes (default: CPUs allowed by cgroup limits; 0 or 1: inline)") do |n|
+          o.on("-j", "--jobs N", Integer,
+               "worker processes (default: CPUs allowed by cgroup limits; 0 or 1: inline)") do |n|
             raise OptionParser::InvalidArgument, "--jobs #{n}: must be 0 or more" if n.negative?
 
             opts[:jobs] = n
@@ -165,8 +166,8 @@ module Loadout
             "LOADOUT_CACHE_DIR): its boot must `require \"loadout/setup\"` (config/boot.rb)" \
             "#{" and exited with #{boot.status.exitstatus}" if boot.status && !boot.status.success?}"
         else
-          "`#{boot.command.join(" ")}` exited with status #{boot.status&.exitstatus || "?"} (its output is above); the " \
-            "cache holds what it loaded before it failed"
+          "`#{boot.command.join(" ")}` exited with status #{boot.status&.exitstatus || "?"} " \
+            "(its output is above); the cache holds what it loaded before it failed"
         end
       end
 

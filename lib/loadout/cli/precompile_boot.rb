@@ -19,7 +19,7 @@ module Loadout
     class PrecompileBoot # :nodoc:
       # What the boot did: its exit status, how long it took, and its last-boot record (LastBoot),
       # nil when it did not set loadout up with this cache dir.
-      Result = Struct.new(:command, :status, :seconds, :record, keyword_init: true) do
+      Outcome = Struct.new(:command, :status, :seconds, :record, keyword_init: true) do
         def success?
           status&.success? && !record.nil?
         end
@@ -37,8 +37,8 @@ module Loadout
           end
           listed = record["load_path.rescans"]
           index = listed.nil? ? "" : ", load path #{listed} dirs listed"
-          format("boot `%s` (%.1f s): %s%s", command.join(" "), seconds, kinds.empty? ? "nothing loaded" : kinds.join(", "),
-                 index)
+          loaded = kinds.empty? ? "nothing loaded" : kinds.join(", ")
+          format("boot `%s` (%.1f s): %s%s", command.join(" "), seconds, loaded, index)
         end
       end
 
@@ -47,7 +47,7 @@ module Loadout
 
       # Runs +command+ for the cache of +ctx+; its output goes to +err+. +cli_env+: the CLI's
       # environment, whose BUNDLE_GEMFILE (the app's, under `bundle exec`) the boot gets too.
-      #: (Context, Array[String], untyped, ?Hash[String, String]) -> Result
+      #: (Context, Array[String], untyped, ?Hash[String, String]) -> Outcome
       def self.run(ctx, command, err, cli_env = {})
         env = LOADOUT_ON.merge("LOADOUT_CACHE_DIR" => ctx.config.cache_dir)
         env["BUNDLE_GEMFILE"] = cli_env["BUNDLE_GEMFILE"] if cli_env["BUNDLE_GEMFILE"]
@@ -58,7 +58,7 @@ module Loadout
         after = LastBoot.read(ctx.store_path)
         # A record this boot left (the pid of a process it started, when it execs or forks).
         record = after && after != before ? after : nil
-        Result.new(command: command, status: status, seconds: seconds, record: record)
+        Outcome.new(command: command, status: status, seconds: seconds, record: record)
       end
 
       def self.spawn(env, command, dir, err)

@@ -16,7 +16,9 @@ module Loadout
         end
 
         lp = Boot.component(:LoadPath) or return "load-path index not available in this build"
-        return "load-path index not built (this build's load-path index has no precompile)" unless lp.respond_to?(:precompile)
+        unless lp.respond_to?(:precompile)
+          return "load-path index not built (this build's load-path index has no precompile)"
+        end
 
         opts = { ignore_directories: ctx.config.ignore_directories, trust: ctx.config.trust }
         ctx.with_store(write: true) do |store|

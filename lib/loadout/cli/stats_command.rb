@@ -105,7 +105,9 @@ module Loadout
       # "load_ms=2767.7": durations are recorded in nanoseconds and shown in milliseconds, under
       # the name LOADOUT_STATS gives them.
       def field(name, v)
-        return format("%s_ms=%.1f", name.delete_suffix("_ns"), v / 1_000_000.0) if name.end_with?("_ns") && v.is_a?(Integer)
+        if name.end_with?("_ns") && v.is_a?(Integer)
+          return format("%s_ms=%.1f", name.delete_suffix("_ns"), v / 1_000_000.0)
+        end
 
         "#{name}=#{v}"
       end

@@ -72,8 +72,12 @@ module Loadout
         end
         return 0 unless ctx
         raise UsageError.new("clean: unexpected argument #{rest.first}", ctx.help) unless rest.empty?
-        raise UsageError.new("clean: give --all, --kind or --variant", ctx.help) if !all && kinds.empty? && variants.empty?
-        raise UsageError.new("clean: --all cannot be combined with --kind/--variant", ctx.help) if all && (kinds.any? || variants.any?)
+        if !all && kinds.empty? && variants.empty?
+          raise UsageError.new("clean: give --all, --kind or --variant", ctx.help)
+        end
+        if all && (kinds.any? || variants.any?)
+          raise UsageError.new("clean: --all cannot be combined with --kind/--variant", ctx.help)
+        end
 
         unknown = kinds - KINDS
         unless unknown.empty?

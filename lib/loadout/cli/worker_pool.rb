@@ -28,8 +28,9 @@ module Loadout
 
           return (quota.to_f / period.to_i).ceil
         end
-        quota = read(File.join(root, "cpu", "cpu.cfs_quota_us")) || read(File.join(root, "cpu,cpuacct", "cpu.cfs_quota_us"))
-        period = read(File.join(root, "cpu", "cpu.cfs_period_us")) || read(File.join(root, "cpu,cpuacct", "cpu.cfs_period_us"))
+        v1 = ->(name) { read(File.join(root, "cpu", name)) || read(File.join(root, "cpu,cpuacct", name)) }
+        quota = v1.call("cpu.cfs_quota_us")
+        period = v1.call("cpu.cfs_period_us")
         return nil unless quota && period && quota.to_i.positive? && period.to_i.positive?
 
         (quota.to_f / period.to_i).ceil

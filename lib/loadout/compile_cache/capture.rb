@@ -35,7 +35,7 @@ module Loadout
         @pending = {} # path => [variant, identity at the miss]
         @warned = {}
         @tracepoint = nil
-        # (hot path, once per file a cold boot compiles: see CompileCache)
+        # (hot path, once per file a cold boot compiles: see ARCHITECTURE.md)
         @freshness = Freshness
         @trust = Trust
         @xxh64 = XXH64

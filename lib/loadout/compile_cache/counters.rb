@@ -15,7 +15,7 @@ module Loadout
       attr_reader :loaded
 
       def initialize
-        # (hot path: see CompileCache)
+        # (hot path: see ARCHITECTURE.md)
         @events = EVENTS
         @instrumentation = Instrumentation
         @counts = {}

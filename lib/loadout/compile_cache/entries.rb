@@ -15,7 +15,7 @@ module Loadout
     class Entries # :nodoc:
       attr_reader :store, :key, :counters
 
-      # +key+: the Key that names entries; +trust+: nil, :none, :stable or :all (see
+      # +key+: the Key that names entries; +trust+: one of Config::TRUST_LEVELS (see
       # CompileCache.install!); +racy_ns+: Freshness's racy window.
       def initialize(store, key:, counters:, readonly:, trust:, racy_ns:)
         @store = store
@@ -25,7 +25,7 @@ module Loadout
         @trust_all = trust == :all
         @trust_stable = trust == :stable
         @racy_ns = racy_ns
-        @freshness = Freshness # (hot path: see CompileCache)
+        @freshness = Freshness # (hot path: see ARCHITECTURE.md)
         @key_class = Key
         @string = String
       end

@@ -42,15 +42,16 @@ module Loadout
       MSGPACK = 1
       MARSHAL = 2
       CODEC = 3        # mask for the three above
-      NEGATIVE = 4     # nothing to serve: Ruby/the library must do it (a syntax error, a value that cannot be stored); payload = reason
+      NEGATIVE = 4     # nothing to serve: Ruby/the library must do it (a syntax error, a value that
+      #                  cannot be stored); payload = reason
       FALLBACK = 8     # YAML: the document was empty, the caller's fallback: is the result
       PINNED_PATH = 16 # ISeq: the source contains its own path, so it cannot be relocated
       VERBOSE_WARNINGS = 32 # ISeq: compiling warns under -w; not served while $VERBOSE is true
-      TAG_FREE = 64    # YAML: no node of the source has a tag (YAMLTags), so Psych's tag tables cannot matter
+      TAG_FREE = 64 # YAML: no node of the source has a tag (YAMLTags), so Psych's tag tables cannot matter
 
       Stat = Struct.new(:size, :mtime, :ctime, :verified, :ino, :dev, :digest)
 
-      # (hot path: see CompileCache)
+      # (hot path: see ARCHITECTURE.md)
       @xxh64 = XXH64
       @version = FORMAT_VERSION
       @native = BACKEND == :native ? Native : nil
@@ -104,7 +105,7 @@ module Loadout
         # match: Freshness checks it only once the file is known to be fresh).
         #: (String, ?Integer, ?check_payload: bool) -> Entry?
         def load(blob, version = @version, check_payload: true)
-          # Literals stand for HEAD (80), MAGIC and READ (hot path: see CompileCache).
+          # Literals stand for HEAD (80), MAGIC and READ (hot path: see ARCHITECTURE.md).
           return nil unless blob.bytesize >= 80 && blob.start_with?("LOce")
 
           fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: 4)
@@ -120,7 +121,8 @@ module Loadout
         end
 
         # Literals stand for STAT_MAGIC and STAT_LAYOUT (a CI boot appends one record per file).
-        def dump_stat(identity, verified, digest, version = @version) #: (Array[Integer], Integer, Integer, ?Integer) -> String
+        #: (Array[Integer], Integer, Integer, ?Integer) -> String
+        def dump_stat(identity, verified, digest, version = @version)
           size, mtime, ctime, ino, dev = identity
           ["LOcs", version, size, mtime, ctime, verified, ino, dev, digest].pack("a4Cx3q<q<q<q<Q<Q<Q<")
         end

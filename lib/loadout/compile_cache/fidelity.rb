@@ -64,7 +64,8 @@ module Loadout
 
         def same_ivars?(a, b)
           names = a.instance_variables
-          names == b.instance_variables && names.all? { |n| same?(a.instance_variable_get(n), b.instance_variable_get(n)) }
+          names == b.instance_variables &&
+            names.all? { |n| same?(a.instance_variable_get(n), b.instance_variable_get(n)) }
         end
 
         def same_hash?(a, b)

@@ -54,7 +54,7 @@ module Loadout
       @native = BACKEND == :native ? Native : nil # the judge
       @stat = @native # #identity (kept apart: the tests switch the judge's backend alone)
       @version = FORMAT_VERSION
-      @entry = Entry # (hot path: see CompileCache)
+      @entry = Entry # (hot path: see ARCHITECTURE.md)
 
       class << self
         # The verdict on +blob+ (an entry's bytes, a String the caller owns) for +path+. +record+:

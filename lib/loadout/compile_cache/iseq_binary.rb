@@ -38,7 +38,7 @@ module Loadout
       T_STRING = 0x05
       LABEL = /\A(?:(?:block(?: \(\d+ levels\))?|rescue|ensure) in )*<main>\z/.freeze
       TOP_LABEL = "<top (required)>"
-      @native = BACKEND == :native ? Native : nil # (hot path: see CompileCache)
+      @native = BACKEND == :native ? Native : nil # (hot path: see ARCHITECTURE.md)
       @version = nil # this Ruby's IBF [major, minor], read on first use
 
       class << self

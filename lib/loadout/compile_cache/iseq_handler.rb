@@ -23,7 +23,7 @@ module Loadout
 
       # The hook prepended to RubyVM::InstructionSequence's singleton class, once per process.
       # It reaches the installed handler through a block, so a call per loaded file names no
-      # constant (hot path: see CompileCache); with no handler it passes through.
+      # constant (hot path: see ARCHITECTURE.md); with no handler it passes through.
       module LoadISeqHook; end
       cache = CompileCache
       LoadISeqHook.send(:define_method, :load_iseq) do |path|
@@ -64,7 +64,7 @@ module Loadout
         @options = nil
         @variant = nil
         options_changed
-        # (hot path: see CompileCache)
+        # (hot path: see ARCHITECTURE.md)
         @lazy_hook = LazyHook
         @freshness = Freshness
         @loader = RubyVM::InstructionSequence
@@ -81,6 +81,7 @@ module Loadout
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
         @lazy_hook.poll if @lazy_hook.waiting?
         return skip(path, :coverage) if coverage_running?
+
         if @cold
           return miss(:miss, path) unless @others&.grown_by_others?
 

@@ -99,8 +99,8 @@ module Loadout
           end
           options = options.sort_by(&:to_s).inspect
           freeze = opts.is_a?(Hash) && opts[:freeze] ? true : false
-          ValueHandler::Call.new(options, freeze, ValueHandler::NO_FALLBACK, nil, nil, nil,
-                   ValueCalls.shape(:json, method, args.drop(1), kwargs, external.name, internal&.name, options))
+          shape = ValueCalls.shape(:json, method, args.drop(1), kwargs, external.name, internal&.name, options)
+          ValueHandler::Call.new(options, freeze, ValueHandler::NO_FALLBACK, nil, nil, nil, shape)
         end
 
         private

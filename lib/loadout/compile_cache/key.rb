@@ -49,7 +49,7 @@ module Loadout
         @variants = {}
         @roots_by_tag = nil # (made on first use by #source_path)
         @root_here = nil
-        @binary = Encoding::BINARY # (hot path: see CompileCache)
+        @binary = Encoding::BINARY # (hot path: see ARCHITECTURE.md)
       end
 
       # { root => tag }: how keys name each root (LoadedFiles records it, so a record made with
@@ -110,6 +110,7 @@ module Loadout
         tag, rel = rest.split("/", 2)
         root = (@roots_by_tag ||= @tags.invert)[tag] or return nil
         return nil if existing_root && !(@root_here ||= Hash.new { |h, r| h[r] = File.directory?(r) })[root]
+
         path = rel.nil? ? root : "#{root == "/" ? "" : root}/#{rel}"
         path.force_encoding(Encoding::UTF_8)
       end
@@ -121,7 +122,7 @@ module Loadout
       end
 
       # The key of the small stat record that belongs to the entry at +key+. Literals stand for
-      # STAT_PREFIX, PREFIX's length and Encoding::BINARY (hot path: see CompileCache); tagged
+      # STAT_PREFIX, PREFIX's length and Encoding::BINARY (hot path: see ARCHITECTURE.md); tagged
       # binary here, once, as the store would copy a key that is not.
       def self.stat_key(key) #: (String) -> String
         "cc/s/#{key.byteslice(3, key.bytesize - 3)}".force_encoding("ASCII-8BIT")

@@ -33,7 +33,7 @@ module Loadout
         # reached twice (no sharing walk needed).
         #: (untyped, bool, ?plain: bool, ?tree: bool, ?limit: Integer?) -> ([Integer, String] | Symbol)
         def dump(value, freeze, plain: false, tree: false, limit: nil)
-          # (msgpack is loaded only for a value it may take: loading it costs a boot ~30 ms.)
+          # (msgpack is loaded only for a value it may take: loading it costs more than most parses.)
           if (plain || tree || !shared?(value)) && (factory = msgpack)
             bytes = attempt { factory.dump(value) }
             return :too_large if bytes && limit && bytes.bytesize > limit

@@ -16,7 +16,7 @@ module Loadout
       P4 = 0x85EBCA77C2B2AE63
       P5 = 0x27D4EB2F165667C5
 
-      @native = BACKEND == :native ? Native : nil # (hot path: see CompileCache)
+      @native = BACKEND == :native ? Native : nil # (hot path: see ARCHITECTURE.md)
 
       class << self
         if BACKEND == :native

@@ -12,7 +12,7 @@ module Loadout
       # any record or META "ids" record names; good_end, size: where the last valid record of that
       # segment ends, and its size (a torn tail lies between); corrupt_records: damaged records in
       # the middle of a segment (see Journal#corrupt_records).
-      Result = Struct.new(:segment_no, :high_water, :good_end, :size, :corrupt_records)
+      Findings = Struct.new(:segment_no, :high_water, :good_end, :size, :corrupt_records)
 
       # Reads every segment of +directory+ (a Directory); warns once if any record was damaged.
       # Raises JournalError for a segment a newer loadout wrote, Trust::Refused for one that fails
@@ -44,7 +44,7 @@ module Loadout
           raise JournalError.new(path, "was written by a newer loadout", "upgrade loadout to read this journal")
         end
         warn_corrupt(corrupt, damaged) unless damaged.empty?
-        Result.new(numbers.last || 1, high_water, good_end, size, corrupt)
+        Findings.new(numbers.last || 1, high_water, good_end, size, corrupt)
       end
 
       private

@@ -16,7 +16,7 @@ module Loadout
     class SegmentWriter # :nodoc:
       attr_reader :buffer, :written_total, :failure
 
-      # Opens the last segment +recovered+ (a Recovery::Result) names for appending, cutting off
+      # Opens the last segment +recovered+ (a Recovery::Findings) names for appending, cutting off
       # its torn tail; a segment with no record yet gets the ids record that opens every segment
       # (written, not synced: the journal's sync mode decides).
       def initialize(directory, recovered)

@@ -49,7 +49,8 @@ module Loadout
             notes << probe.error
           else
             target = from_probe(probe, root, record, why)
-            targets << target unless targets.any? { |t| t.load_path == target.load_path && t.stable_roots == target.stable_roots }
+            same = targets.any? { |t| t.load_path == target.load_path && t.stable_roots == target.stable_roots }
+            targets << target unless same
           end
           extra = (record ? record[:later] : []) + conventional_dirs(root)
           [targets, extra.uniq, notes]
@@ -65,13 +66,16 @@ module Loadout
 
         def from_probe(probe, root, record, why)
           gemfile, = Probe.gemfile(root)
-          how = gemfile ? "`ruby -rbundler/setup` with BUNDLE_GEMFILE=#{gemfile}" : "plain `ruby` in #{root} (no Gemfile)"
+          how = if gemfile
+                  "`ruby -rbundler/setup` with BUNDLE_GEMFILE=#{gemfile}"
+                else
+                  "plain `ruby` in #{root} (no Gemfile)"
+                end
           # A record for another bundle still names the app's own boot files.
           before = ((record && record[:before]) || []) | (probe.loaded || [])
+          notes = "#{"; the recorded one is not used: #{why}" if why}#{"; no boot recorded yet" unless record}"
           Target.new(load_path: probe.load_path, stable_roots: probe.stable_roots, later: record ? record[:later] : [],
-                     before: before,
-                     source: "#{how} (#{probe.load_path.size} items)#{"; the recorded one is not used: #{why}" if why}" \
-                             "#{"; no boot recorded yet" unless record}")
+                     before: before, source: "#{how} (#{probe.load_path.size} items)#{notes}")
         end
 
         # Why the record no longer describes the next boot (nil when it does): the bundle it
@@ -82,7 +86,9 @@ module Loadout
           return "it was recorded without a lockfile, the app now has one" if recorded.nil?
 
           now = LoadPath.lock_stamp(root)
-          return "it was recorded with #{recorded[0]}, the app's lockfile is #{now ? now[0] : "missing"}" unless now && now[0] == recorded[0]
+          unless now && now[0] == recorded[0]
+            return "it was recorded with #{recorded[0]}, the app's lockfile is #{now ? now[0] : "missing"}"
+          end
           return "#{File.basename(recorded[0])} changed since it was recorded" unless now == recorded
 
           nil

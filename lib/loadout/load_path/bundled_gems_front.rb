@@ -30,7 +30,8 @@ module Loadout
           # that finds Kernel.no_warning_require (the singleton's), from Kernel.require it finds
           # Kernel#no_warning_require (Kernel's Class object inherits Kernel's instance methods).
           # Each is replaced only when what it calls next is one of loadout's hooks.
-          found = [[::Kernel, ::Kernel.singleton_class], [::Kernel.singleton_class, ::Kernel]].filter_map do |mod, next_mod|
+          pairs = [[::Kernel, ::Kernel.singleton_class], [::Kernel.singleton_class, ::Kernel]]
+          found = pairs.filter_map do |mod, next_mod|
             name, um, public = entry(mod)
             kind = um && next_kind(next_mod)
             [mod, name, um, public, kind] if kind
@@ -39,7 +40,8 @@ module Loadout
 
           instance = found.find { |f| f[0].equal?(::Kernel) }
           singleton = found.find { |f| !f[0].equal?(::Kernel) }
-          Native.lp_bundled(instance && instance[2].bind(TOPLEVEL_BINDING.receiver), singleton && singleton[2].bind(::Kernel),
+          Native.lp_bundled(instance && instance[2].bind(TOPLEVEL_BINDING.receiver),
+                            singleton && singleton[2].bind(::Kernel),
                             [instance&.last == :rubygems, singleton&.last == :rubygems], names, prefixes)
           @installed = true
           replace(found)

@@ -87,7 +87,7 @@ module Loadout
 
         private
 
-        # Decoded once per boot for each of hundreds of entries, always with the same list.
+        # Decoded once per boot for each of hundreds of dirs, always with the same list.
         def stamp(ignore)
           return @stamp if @stamp_for.equal?(ignore)
 

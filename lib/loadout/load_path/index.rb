@@ -4,7 +4,7 @@ module Loadout
   module LoadPath
     # The index operations, bound once to the backend: the C table (ext/loadout/lp_native.c,
     # require_native.c) or its Ruby twin (RubyIndex). A table maps every name of an ordered list
-    # of listings to the first position holding it; nil listings stand for entries the index
+    # of listings to the first position holding it; nil listings stand for items the index
     # cannot describe (see require_native.c for how a search treats them).
     module Index # :nodoc:
       class << self
@@ -16,7 +16,7 @@ module Loadout
           def lookup(table, feature) = Native.lp_lookup(table, feature)
           def dirs_fresh?(base, dirs, mtimes) = Native.lp_dirs_fresh(base, dirs, mtimes)
           def dir_changed?(base, dirs, mtimes, dir) = Native.lp_dir_changed(base, dirs, mtimes, dir)
-          # The hook answers from +table+ (built in +cwd+ when it holds relative entries) and calls
+          # The hook answers from +table+ (built in +cwd+ when it holds relative items) and calls
           # +state+ back; nil state: plain require.
           # (+snapshot+ is the twin's; the C hook keeps its own, and falls back to Ruby while a
           # refresh runs in any thread.)
@@ -46,9 +46,9 @@ module Loadout
       # +front+: requires answered above RubyGems (RubyGemsFront), +rubygems+: handed by the front
       # to RubyGems' own require, +gem_walks+: RubyGems' default-gem walks answered from the index.
       COUNTERS = %i[requires already_loaded hits misses unknown_entry stale not_string direct encoding shape
-                    extension busy front rubygems gem_walks].freeze
+                    busy front rubygems gem_walks].freeze
       # Of those, the requires the index handed to Ruby unresolved, by reason.
-      FALLBACKS = %i[unknown_entry stale not_string encoding shape extension busy].freeze
+      FALLBACKS = %i[unknown_entry stale not_string encoding shape busy].freeze
     end
   end
 end

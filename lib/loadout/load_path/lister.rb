@@ -2,8 +2,8 @@
 
 module Loadout
   module LoadPath
-    # Makes the Entry for a $LOAD_PATH item and fills its listing: from the store when the stored
-    # one can be trusted (stable entries) or is still fresh (app dirs: every directory's mtime
+    # Makes the LoadDir for a $LOAD_PATH item and fills its listing: from the store when the
+    # stored one can be trusted (stable dirs) or is still fresh (app dirs: every directory's mtime
     # unchanged), else by scanning the directory, which is then stored for the next process.
     #
     # Relocation (a cache built with the app and its bundle at one path and used at another: a
@@ -36,54 +36,54 @@ module Loadout
         item.instance_of?(String) && !item.empty? && !item.start_with?("/", "~")
       end
 
-      # The Entry for +item+ (no listing yet); relative items are expanded in +cwd+. Items the
+      # The LoadDir for +item+ (no listing yet); relative items are expanded in +cwd+. Items the
       # index does not model are :opaque.
-      def entry(item, cwd = nil)
-        return Entry.new(item, nil, :opaque) unless modelled?(item)
-        return Entry.new(item, nil, :opaque) unless item.start_with?("/") || cwd
+      def load_dir(item, cwd = nil)
+        return LoadDir.new(item, nil, :opaque) unless modelled?(item)
+        return LoadDir.new(item, nil, :opaque) unless item.start_with?("/") || cwd
 
         item = item.dup.freeze
         source = item.start_with?("/") ? item : "#{cwd}/#{item}"
         expanded = File.expand_path(source).freeze
-        Entry.new(item, expanded, @roots.classify(expanded), source)
+        LoadDir.new(item, expanded, @roots.classify(expanded), source)
       end
 
-      # Fills +entry+'s base and listing (or turns it :opaque).
-      def fill(entry)
-        decoded = stored(entry)
-        if decoded && base_holds?(entry, decoded.base)
-          entry.adopt(decoded)
-          return @restored += 1 if trusted?(entry) || entry.fresh?
-        elsif !decoded && (moved = moved_listing(entry))
-          return @restored += 1 if adopt_moved(entry, moved)
+      # Fills +dir+'s base and listing (or turns it :opaque).
+      def fill(dir)
+        decoded = stored(dir)
+        if decoded && base_holds?(dir, decoded.base)
+          dir.adopt(decoded)
+          return @restored += 1 if trusted?(dir) || dir.fresh?
+        elsif !decoded && (moved = moved_listing(dir))
+          return @restored += 1 if adopt_moved(dir, moved)
 
-          return scan(entry, moved)
+          return scan(dir, moved)
         end
-        entry.base ||= realpath(entry.source).freeze
-        scan(entry)
+        dir.base ||= realpath(dir.source).freeze
+        scan(dir)
       rescue StandardError => e
         warn_once(e)
-        entry.opaque!
+        dir.opaque!
       end
 
-      # Whether the listing stored for +entry+ would be used as is (for `loadout check`); fills
-      # what it found (a stale listing included) into +entry+. A listing moved from another place
+      # Whether the listing stored for +dir+ would be used as is (for `loadout check`); fills
+      # what it found (a stale listing included) into +dir+. A listing moved from another place
       # counts when it is used as stored (a stable dir) or when listing the dir again finds the
       # same files (an app dir: what a boot does, see the class comment).
-      def usable?(entry)
-        decoded = stored(entry)
-        if !decoded && (moved = moved_listing(entry))
-          return true if adopt_moved(entry, moved)
+      def usable?(dir)
+        decoded = stored(dir)
+        if !decoded && (moved = moved_listing(dir))
+          return true if adopt_moved(dir, moved)
 
           require_relative "../scan" unless defined?(Loadout::Scan) && !Loadout.autoload?(:Scan)
-          files, = entry.scan(@ignore)
+          files, = dir.scan(@ignore)
           return files && Codec.join(files) == moved.files
         end
         return false unless decoded
-        return false unless base_holds?(entry, decoded.base)
+        return false unless base_holds?(dir, decoded.base)
 
-        entry.adopt(decoded)
-        trusted?(entry) || entry.fresh?
+        dir.adopt(decoded)
+        trusted?(dir) || dir.fresh?
       end
 
       private
@@ -102,10 +102,10 @@ module Loadout
         path
       end
 
-      def stored(entry)
+      def stored(dir)
         return nil unless @store
 
-        raw = @store.get(Codec.key(entry.expanded)) or return nil
+        raw = @store.get(Codec.key(dir.expanded)) or return nil
         Codec.decode(raw, @ignore)
       end
 
@@ -117,78 +117,78 @@ module Loadout
         expanded.start_with?("#{root}/") ? expanded.byteslice(root.bytesize + 1, expanded.bytesize) : nil
       end
 
-      # The name of +entry+'s listing that does not depend on where it is (see the class
+      # The name of +dir+'s listing that does not depend on where it is (see the class
       # comment), or nil.
-      def moved_key(entry)
-        if entry.stable? && (rel = @roots.gem_relative(entry.expanded))
+      def moved_key(dir)
+        if dir.stable? && (rel = @roots.gem_relative(dir.expanded))
           Codec.moved_key("gem", rel)
-        elsif (rel = app_relative(entry.expanded))
+        elsif (rel = app_relative(dir.expanded))
           Codec.moved_key("app", rel)
         end
       end
 
-      # The listing stored under +entry+'s moved key, made elsewhere (the Decoded, with the
-      # entry's realpath filled in), or nil.
-      def moved_listing(entry)
-        return nil unless @store && (key = moved_key(entry))
+      # The listing stored under +dir+'s moved key, made elsewhere (the Decoded, with the
+      # dir's realpath filled in), or nil.
+      def moved_listing(dir)
+        return nil unless @store && (key = moved_key(dir))
 
         raw = @store.get(key) or return nil
         decoded = Codec.decode(raw, @ignore) or return nil
-        entry.base ||= realpath(entry.source).freeze
-        return nil if decoded.base == entry.base # listed here: the dir's own key is the one to use
+        dir.base ||= realpath(dir.source).freeze
+        return nil if decoded.base == dir.base # listed here: the dir's own key is the one to use
 
         decoded
       end
 
-      # A stable dir's moved listing is used as stored, at the entry's base: the same gem version
+      # A stable dir's moved listing is used as stored, at the dir's base: the same gem version
       # holds the same files wherever it is installed. Returns true when adopted.
-      def adopt_moved(entry, moved)
-        return false unless entry.stable? && trusted?(entry)
+      def adopt_moved(dir, moved)
+        return false unless dir.stable? && trusted?(dir)
 
-        base = entry.base
-        entry.adopt(Codec::Decoded.new(base, moved.files, moved.dirs, moved.mtimes))
-        @store.put(Codec.key(entry.expanded), Codec.rebase(moved, base, @ignore)) if writable?
+        base = dir.base
+        dir.adopt(Codec::Decoded.new(base, moved.files, moved.dirs, moved.mtimes))
+        @store.put(Codec.key(dir.expanded), Codec.rebase(moved, base, @ignore)) if writable?
         true
       end
 
-      def trusted?(entry)
-        entry.stable? ? @trust != :none : @trust == :all
+      def trusted?(dir)
+        dir.stable? ? @trust != :none : @trust == :all
       end
 
-      # Whether +base+ (the realpath stored with the listing) is still the entry's realpath:
+      # Whether +base+ (the realpath stored with the listing) is still the dir's realpath:
       # vouched for by its stable root (no syscall per gem), else computed (app dirs: a
       # symlinked release dir may point elsewhere now).
-      def base_holds?(entry, base)
-        return true if trusted?(entry) && entry.stable? && @roots.trusts_base?(entry.expanded, base)
+      def base_holds?(dir, base)
+        return true if trusted?(dir) && dir.stable? && @roots.trusts_base?(dir.expanded, base)
 
-        (entry.base ||= realpath(entry.source).freeze) == base
+        (dir.base ||= realpath(dir.source).freeze) == base
       end
 
-      # Lists +entry+'s tree and stores it (under its moved key too, for a copy of the bundle or
+      # Lists +dir+'s tree and stores it (under its moved key too, for a copy of the bundle or
       # the app elsewhere). With +moved+ (a listing made elsewhere), the same files make it a
       # revalidation, not a rescan.
-      def scan(entry, moved = nil)
+      def scan(dir, moved = nil)
         if Instrumentation.enabled?
-          Instrumentation.emit(:rescan, entry.base, cache: :load_path, reason: moved ? :moved : :listing)
+          Instrumentation.emit(:rescan, dir.base, cache: :load_path, reason: moved ? :moved : :listing)
         end
-        unless entry.base.ascii_only? && entry.base.start_with?("/") &&
-               @ignore_paths.none? { |p| p == entry.base || p.start_with?("#{entry.base}/") }
+        unless dir.base.ascii_only? && dir.base.start_with?("/") &&
+               @ignore_paths.none? { |p| p == dir.base || p.start_with?("#{dir.base}/") }
           @scanned += 1
-          return entry.opaque!
+          return dir.opaque!
         end
 
         require_relative "../scan" unless defined?(Loadout::Scan) && !Loadout.autoload?(:Scan)
-        files, dirs, mtimes = entry.scan(@ignore)
+        files, dirs, mtimes = dir.scan(@ignore)
         same = moved && files && Codec.join(files) == moved.files
         same ? @revalidated += 1 : @scanned += 1
-        return unless files # unreadable parts: the entry turned :opaque
+        return unless files # unreadable parts: the dir turned :opaque
 
-        raw = Codec.encode(entry.base, files, dirs, mtimes, @ignore)
-        entry.adopt(Codec.decode(raw, @ignore))
+        raw = Codec.encode(dir.base, files, dirs, mtimes, @ignore)
+        dir.adopt(Codec.decode(raw, @ignore))
         return unless writable?
 
-        @store.put(Codec.key(entry.expanded), raw)
-        key = !moved && moved_key(entry)
+        @store.put(Codec.key(dir.expanded), raw)
+        key = !moved && moved_key(dir)
         @store.put(key, raw) if key
       end
 

@@ -7,7 +7,7 @@ module Loadout
     # Answers "might Ruby consider this feature already provided?" without scanning
     # $LOADED_FEATURES. load.c rb_feature_p counts a feature as provided when $LOADED_FEATURES
     # holds the feature itself (with or without an extension: "enumerator.so", "thread.rb") or
-    # "<expanded load path entry>/<feature><ext>". When the answer may be yes, the caller hands
+    # "<expanded $LOAD_PATH item>/<feature><ext>". When the answer may be yes, the caller hands
     # the original feature to Ruby, which then decides with its own index and no filesystem
     # access; so the answer here only has to be a superset of Ruby's (it never says no when Ruby
     # says yes). That is what makes "prepend a path holding another a.rb after a was required"
@@ -26,7 +26,7 @@ module Loadout
       DEPTH = 3
 
       def initialize
-        @known_ext = KNOWN_EXT # read per added feature: no constant lookup there (see Index)
+        @known_ext = KNOWN_EXT # read per added feature (hot path: see ARCHITECTURE.md)
         @by_tail = {}
         @seen = 0
         @stale = true
@@ -36,7 +36,7 @@ module Loadout
         @stale = true
       end
 
-      # +stem+: the feature without a known extension; +lpaths+: Hash of expanded entries, or nil
+      # +stem+: the feature without a known extension; +lpaths+: Hash of expanded items, or nil
       # to count a loaded feature under any directory (a coarser superset).
       def maybe_loaded?(stem, lpaths)
         sync

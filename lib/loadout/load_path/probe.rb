@@ -25,7 +25,7 @@ module Loadout
         $stdout.write(Marshal.dump([items, Loadout::LoadPath::Roots.new.stable, loaded]))
       RUBY
 
-      Result = Struct.new(:load_path, :stable_roots, :loaded, :error, keyword_init: true)
+      Answer = Struct.new(:load_path, :stable_roots, :loaded, :error, keyword_init: true)
 
       class << self
         # The app's Gemfile and lockfile under +root+ ([nil, nil] when the app has none).
@@ -36,8 +36,8 @@ module Loadout
         end
 
         # Runs the child in +root+ with the caller's environment plus BUNDLE_GEMFILE. Returns a
-        # Result; +error+ is a one-line reason when the bundle could not be set up.
-        #: (String) -> Result
+        # Answer; +error+ is a one-line reason when the bundle could not be set up.
+        #: (String) -> Answer
         def call(root)
           gemfile, = gemfile(root)
           env = {}
@@ -47,16 +47,17 @@ module Loadout
             args << "-rbundler/setup"
           end
           roots_file = File.expand_path("roots.rb", __dir__)
-          out, err, status = Open3.capture3(env, RbConfig.ruby, *args, "-e", SCRIPT, roots_file, chdir: root, binmode: true)
+          out, err, status = Open3.capture3(env, RbConfig.ruby, *args, "-e", SCRIPT, roots_file,
+                                            chdir: root, binmode: true)
           unless status.success?
             line = err.lines.reject { |l| l.strip.empty? }.last.to_s.strip
-            return Result.new(error: "#{gemfile ? "bundler/setup" : "ruby"} failed in #{root}: #{line[0, 300]}")
+            return Answer.new(error: "#{gemfile ? "bundler/setup" : "ruby"} failed in #{root}: #{line[0, 300]}")
           end
 
           load_path, stable, loaded = Marshal.load(out) # rubocop:disable Security/MarshalLoad -- our own child's output
-          Result.new(load_path: load_path, stable_roots: stable, loaded: loaded)
+          Answer.new(load_path: load_path, stable_roots: stable, loaded: loaded)
         rescue SystemCallError, StandardError, TypeError => e
-          Result.new(error: "could not ask Ruby for the app's $LOAD_PATH (#{e.class}: #{e.message})")
+          Answer.new(error: "could not ask Ruby for the app's $LOAD_PATH (#{e.class}: #{e.message})")
         end
       end
     end

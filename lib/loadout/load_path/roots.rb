@@ -4,14 +4,14 @@ require "rbconfig" unless defined?(RbConfig)
 
 module Loadout
   module LoadPath
-    # Decides whether an entry is :stable (its file set only changes with a new path: Ruby's own
+    # Decides whether a load dir is :stable (its file set only changes with a new path: Ruby's own
     # lib dirs, installed gems under Gem.path or the bundle path) or :volatile (everything else).
     # Computed once per install; the stable roots are part of the snapshot fingerprint.
     class Roots # :nodoc:
       CONFIG = RbConfig::CONFIG
       # Under these the file set can change without the path changing (dpkg, site installs).
       VOLATILE = %w[sitedir sitearchdir vendordir vendorarchdir].map { |k| CONFIG[k] }.compact.freeze
-      # [root, root with a trailing "/"]: what under? compares (made once, not per entry).
+      # [root, root with a trailing "/"]: what under? compares (made once, not per dir).
       VOLATILE_PAIRS = VOLATILE.map { |r| [r, r.end_with?("/") ? r : "#{r}/"].freeze }.freeze
 
       attr_reader :stable
@@ -24,7 +24,7 @@ module Loadout
         @real = {}
       end
 
-      # :stable or :volatile for an entry at +expanded+ (File.expand_path of the item) whose
+      # :stable or :volatile for a dir at +expanded+ (File.expand_path of the item) whose
       # realpath is +base+: a gem dir reached through a symlinked gem home is still a gem dir.
       def classify(expanded, base = expanded)
         paths = expanded == base ? [expanded] : [expanded, base]
@@ -34,13 +34,15 @@ module Loadout
         :volatile
       end
 
-      # Whether +base+, the realpath stored for the stable entry at +expanded+, still holds: the
+      # Whether +base+, the realpath stored for the stable dir at +expanded+, still holds: the
       # realpath of its stable root (computed once per process) is unchanged, and nothing under
       # a stable root changes without a new path. A gem home behind a symlink that now points
-      # elsewhere (a deploy switching releases) fails this and the entry's realpath is computed.
+      # elsewhere (a deploy switching releases) fails this and the dir's realpath is computed.
       def trusts_base?(expanded, base)
         root = nil
-        @stable_pairs.each { |pair| root = pair[0] if under?(expanded, pair) && (root.nil? || pair[0].length > root.length) }
+        @stable_pairs.each do |pair|
+          root = pair[0] if under?(expanded, pair) && (root.nil? || pair[0].length > root.length)
+        end
         return false unless root
 
         real, prefix = @real[root] ||= begin
@@ -54,7 +56,7 @@ module Loadout
         base == real || base.start_with?(prefix)
       end
 
-      # "gems/rack-3.0.8/lib" for an entry at +expanded+ under a gem home's gems/, extensions/ or
+      # "gems/rack-3.0.8/lib" for a dir at +expanded+ under a gem home's gems/, extensions/ or
       # bundler/gems/ dir: the same gem version, installed in any gem home, holds the same files
       # (Lister keeps its listing under that name too, for a bundle restored elsewhere). nil for
       # anything else (Ruby's own dirs stay where they are).
@@ -93,7 +95,9 @@ module Loadout
             nil
           end
         end
-        gem_dirs.each { |d| roots.push(File.join(d, "gems"), File.join(d, "extensions"), File.join(d, "bundler", "gems")) }
+        gem_dirs.each do |d|
+          roots.push(File.join(d, "gems"), File.join(d, "extensions"), File.join(d, "bundler", "gems"))
+        end
         roots.compact.map { |r| File.expand_path(r) }.uniq.freeze
       end
     end

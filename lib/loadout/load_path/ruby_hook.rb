@@ -8,10 +8,10 @@ module Loadout
     # superset check (LoadedFeatures) that hands the feature to Ruby whenever Ruby might say yes,
     # instead of asking Ruby (rb_feature_provided has no Ruby counterpart). So Ruby answers every
     # require of a loaded feature here, as without loadout (for a loaded extension required again
-    # by name, that is Ruby's search of every entry for a .rb, which the native hook answers).
+    # by name, that is Ruby's search of every item for a .rb, which the native hook answers).
     module RubyHook # :nodoc:
-      REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, EXTENSION, BUSY,
-        FRONT, RUBYGEMS, GEM_WALKS = (0...15).to_a.freeze
+      REQUIRES, PROVIDED, HITS, MISSES, UNKNOWN, STALE, NOT_STRING, DIRECT, ENCODING, SHAPE, BUSY,
+        FRONT, RUBYGEMS, GEM_WALKS = (0...14).to_a.freeze
       DLEXT = ".#{RbConfig::CONFIG["DLEXT"]}"
       # The :fallback event's reason per counter (none for DIRECT: nothing to search).
       REASONS = { UNKNOWN => :unknown_entry, NOT_STRING => :not_string, ENCODING => :encoding, SHAPE => :shape,
@@ -20,13 +20,13 @@ module Loadout
       @state = nil
       @pair = [nil, nil, nil].freeze # [table, $LOAD_PATH snapshot, cwd], replaced together
       @instrument = false
-      @counters = Array.new(15, 0)
+      @counters = Array.new(14, 0)
       @loaded = nil
       @ruby_require = nil
 
       class << self
         attr_reader :counters
-        # Ruby's own C require (the first entry RequireHook replaced), for the front's hits.
+        # Ruby's own C require (the first method entry RequireHook replaced), for the front's hits.
         attr_accessor :ruby_require
 
         # +snapshot+: $LOAD_PATH as it was when the state began building +table+ (a reader in
@@ -46,7 +46,7 @@ module Loadout
         end
 
         def reset_counters
-          @counters = Array.new(15, 0)
+          @counters = Array.new(14, 0)
         end
 
         def loaded_features_changed
@@ -205,6 +205,7 @@ module Loadout
 
           shape = shape_of(feature)
           return fallback(shape, feature) if shape
+
           if @loaded.maybe_loaded?(stem_of(feature), nil)
             @counters[PROVIDED] += 1
             return nil

@@ -8,12 +8,14 @@ module Loadout
       DLEXT = ".#{RbConfig::CONFIG["DLEXT"]}"
       SO_EXTS = [".so", ".o", DLEXT].uniq.freeze
 
-      # The names of one directory's listing.
+      # The names of one directory's listing (twin of Native::LoadPathListing).
       class Listing
         attr_reader :names
 
         def initialize(files)
-          raise ArgumentError, "a listing is NUL-terminated non-empty names" unless files.empty? || files.end_with?("\0")
+          unless files.empty? || files.end_with?("\0")
+            raise ArgumentError, "a listing is NUL-terminated non-empty names"
+          end
 
           @names = files.b.split("\0", -1)
           @names.pop
@@ -25,7 +27,7 @@ module Loadout
         end
       end
 
-      # name -> first position holding it.
+      # name -> first position holding it (twin of Native::LoadPathTable).
       class Table
         attr_reader :bases, :count, :first_opaque
 
@@ -56,7 +58,7 @@ module Loadout
             found = answer(table, "#{stem}.rb")
             return found unless found == :miss
 
-            # x.rb in any entry beats x.so in an earlier one; an unlisted entry may hold x.rb
+            # x.rb in any item beats x.so in an earlier one; an unlisted item may hold x.rb
             return :unknown_entry if table.first_opaque < table.count
           elsif kind == :rb
             return answer(table, stem)

@@ -6,8 +6,8 @@ module Loadout
     # Bundler has not removed it (no bundler/setup: scripts, monorepos and test runners that put
     # lib dirs on $LOAD_PATH themselves). RequireHook's place, below every decorator, answers
     # only once RubyGems has run its per-call Ruby code (a monitor, a default-gem lookup, and for
-    # a default gem not activated yet a walk of every $LOAD_PATH entry ahead of its insert index:
-    # File.symlink?, File.join, File.expand_path and File.file? per entry and suffix). Answering
+    # a default gem not activated yet a walk of every $LOAD_PATH item ahead of its insert index:
+    # File.symlink?, File.join, File.expand_path and File.file? per item and suffix). Answering
     # before that is what a cache sitting above RubyGems does (Bootsnap), but such a cache hands
     # RubyGems an absolute path, which skips default-gem activation; this one keeps it.
     #
@@ -105,7 +105,7 @@ module Loadout
           end
         end
 
-        # RubyGems' activation of the default gem +spec+, when its walk found no entry ahead of
+        # RubyGems' activation of the default gem +spec+, when its walk found no item ahead of
         # the insert index holding the name (kernel_require.rb, 3.3 to 4.0).
         def activate_default(spec)
           ::Kernel::RUBYGEMS_ACTIVATION_MONITOR.synchronize do

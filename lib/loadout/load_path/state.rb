@@ -5,28 +5,28 @@ module Loadout
     # The installed index's Ruby side: which listing stands for each $LOAD_PATH item, and the
     # table built from them. The require hook (require_native.c, or RubyHook) answers from the
     # table alone and calls back only when it cannot:
-    # - __refresh: $LOAD_PATH changed since the table was built (or an entry was found stale);
+    # - __refresh: $LOAD_PATH changed since the table was built (or a load dir was found stale);
     # - __miss:    a feature no listing holds: the app directories that could have gained it
     #              since they were listed are checked (one stat each); a changed one is listed
     #              again and the hook retries, so a file created while the process runs is found
     #              as plain Ruby finds it;
-    # - __stale:   a listed file Ruby could not open: its entries are listed again;
+    # - __stale:   a listed file Ruby could not open: the dirs holding it are listed again;
     # - __walk:    RubyGems' default-gem walk is to be answered (the front hook, see
     #              RubyGemsFront): how each $LOAD_PATH item looks to it;
     # - __event:   instrumentation, only while someone listens.
     # Listings come from the store (Codec) or from a scan, which is then stored (Lister).
     class State # :nodoc:
-      attr_reader :restore_ms, :entries, :lister
+      attr_reader :restore_ms, :dirs, :lister
 
       def initialize(lister:, roots:, ignore:)
         @lister = lister
         @roots = roots
         @ignore = ignore
         @ignore_names = ignore.reject { |i| i.start_with?("/") }.freeze
-        @entries = {} # $LOAD_PATH item -> Entry, for this process's life
-        @order = []   # the entries of the current table, in its order
+        @dirs = {}      # $LOAD_PATH item -> LoadDir, for this process's life
+        @order = []     # the load dirs of the current table, in its order
         @positions = [] # the $LOAD_PATH index of each position of the current table
-        @walk = nil   # [table, items, positions] for __walk, made for the current table
+        @walk = nil     # [table, items, positions] for __walk, made for the current table
         @volatile = []
         @mutex = Mutex.new
         @restore_ms = 0.0
@@ -46,7 +46,7 @@ module Loadout
         @mutex.owned?
       end
 
-      def __refresh
+      def __refresh # :nodoc:
         @mutex.synchronize do
           snapshot = Index.snapshot
           listings = []
@@ -56,9 +56,9 @@ module Loadout
           seen = {}
           @cwd = nil
           $LOAD_PATH.each_with_index do |item, index|
-            entry = entry_for(item) or next
-            @lister.fill(entry) unless entry.listing || entry.opaque?
-            if entry.opaque?
+            dir = dir_for(item) or next
+            @lister.fill(dir) unless dir.listing || dir.opaque?
+            if dir.opaque?
               # Nothing found at or after this position is the index's to answer.
               listings << nil
               bases << nil
@@ -66,12 +66,12 @@ module Loadout
               break
             end
             # Ruby compares realpaths: a second item with the same one can never win.
-            next if entry.empty? || seen.key?(entry.base)
+            next if dir.empty? || seen.key?(dir.base)
 
-            seen[entry.base] = true
-            listings << entry.listing
-            bases << entry.base
-            order << entry
+            seen[dir.base] = true
+            listings << dir.listing
+            bases << dir.base
+            order << dir
             positions << index
           end
           @order = order
@@ -86,12 +86,12 @@ module Loadout
 
       # :retry after listing again an app directory that changed on the way to +feature+, :miss
       # when none did, :fallback when Ruby must search (a name under an ignored directory).
-      def __miss(feature)
+      def __miss(feature) # :nodoc:
         return :fallback if @static_ext || ignored?(feature)
 
         slash = feature.rindex("/")
-        dir = slash ? feature[0, slash] : ""
-        changed = @mutex.synchronize { @volatile.select { |e| e.maybe_changed_for?(dir) } }
+        sub = slash ? feature[0, slash] : ""
+        changed = @mutex.synchronize { @volatile.select { |d| d.maybe_changed_for?(sub) } }
         return :miss if changed.empty?
 
         changed.each(&:forget!)
@@ -99,10 +99,10 @@ module Loadout
         :retry
       end
 
-      def __stale(abspath)
+      def __stale(abspath) # :nodoc:
         @mutex.synchronize do
-          @entries.each_value do |e|
-            e.forget! if !e.opaque? && abspath.start_with?(e.base == "/" ? "/" : "#{e.base}/")
+          @dirs.each_value do |d|
+            d.forget! if !d.opaque? && abspath.start_with?(d.base == "/" ? "/" : "#{d.base}/")
           end
         end
         Index.activate(self, nil) # the next require refreshes
@@ -110,11 +110,11 @@ module Loadout
       end
 
       # How RubyGems' "-I beats a default gem" walk sees each $LOAD_PATH item, for the current
-      # table: [table, items, positions], items holding the directory it looks in (the entry's
+      # table: [table, items, positions], items holding the directory it looks in (the load dir's
       # base), false where it looks in nothing (an item that is a symlink: it skips those), nil
       # where the index cannot tell (an item it does not model or has not listed); positions: the
       # item of each table position. nil for a name under an ignored directory.
-      def __walk(feature)
+      def __walk(feature) # :nodoc:
         return nil if ignored?(feature)
 
         @mutex.synchronize do
@@ -123,7 +123,7 @@ module Loadout
         end
       end
 
-      def __event(event, feature, reason)
+      def __event(event, feature, reason) # :nodoc:
         if reason
           Instrumentation.emit(event, feature, cache: :load_path, reason: reason)
         else
@@ -146,10 +146,10 @@ module Loadout
 
       def walk_items
         $LOAD_PATH.map do |item|
-          entry = item.is_a?(String) && !item.empty? ? entry_for(item) : nil
-          next nil if entry.nil? || entry.opaque? || entry.base.nil?
+          dir = item.is_a?(String) && !item.empty? ? dir_for(item) : nil
+          next nil if dir.nil? || dir.opaque? || dir.base.nil?
 
-          File.symlink?(entry.source) ? false : entry.base
+          File.symlink?(dir.source) ? false : dir.base
         end
       end
 
@@ -160,15 +160,15 @@ module Loadout
       end
 
       # Relative items are expanded in the cwd (and the table is then valid for that cwd only).
-      def entry_for(item)
+      def dir_for(item)
         return nil if item.is_a?(String) && item.empty? # load.c skips empty items
 
         key = item
         if Lister.relative?(item)
-          @cwd ||= safe_pwd or return Entry.new(item, nil, :opaque)
+          @cwd ||= safe_pwd or return LoadDir.new(item, nil, :opaque)
           key = [item, @cwd]
         end
-        @entries[key] ||= @lister.entry(item, @cwd)
+        @dirs[key] ||= @lister.load_dir(item, @cwd)
       end
 
       def safe_pwd

@@ -189,7 +189,7 @@ module Loadout
           next unless name.start_with?(base)
 
           rest = name.byteslice(base.bytesize, name.bytesize)
-          # (jobs: files of versions with a background worker)
+          # (.jobs: compile queues that earlier loadout versions left beside the store)
           if rest.start_with?(".compact.") || rest.match?(/\A\.compile-\d+-\h+\.jobs\z/n)
             @dir.unlink_quietly(name)
           elsif rest.match?(/\A\.(hint|self-\h+)\.tmp\./n)

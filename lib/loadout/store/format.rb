@@ -48,8 +48,7 @@ module Loadout
       FILE_HEADER_KEY = "loadout.store".b.freeze
       LOG_ID_SIZE = 16
       FILE_HEADER_SIZE = HEADER + FILE_HEADER_KEY.bytesize + 8 + LOG_ID_SIZE
-      # For the methods a cold boot calls once per file: Ruby 3.1 drops every constant cache
-      # whenever a class or module is defined, and each lookup after that allocates.
+      # For the methods a cold boot calls once per file (hot path: see ARCHITECTURE.md)
       @max_key = MAX_KEY
       @max_value = MAX_VALUE
 

@@ -37,8 +37,7 @@ module Loadout
         @ino = st.ino
         @fd = io.fileno
         @header = nil # [baseline, log id], read once (see #header)
-        # Constants are read into ivars once: Ruby 3.1 drops every constant cache whenever any
-        # class or module is defined, which a boot does for nearly every file it loads.
+        # Read per get and per append (hot path: see ARCHITECTURE.md)
         @native = BACKEND == :native ? Native : nil
         @format = Format
         @lock_ex = File::LOCK_EX

@@ -5,6 +5,7 @@ module Loadout
     module Format # :nodoc:
       # The pure-Ruby twins of ext/loadout/store.c, used by Format when BACKEND is :ruby (tests
       # load this file on both backends and compare each twin with the native function).
+
       module_function
 
       # Twin of Native.store_frame_into.

@@ -165,6 +165,7 @@ module Loadout
           sources = line.byteslice((line.start_with?("passwd:") ? 7 : 6)..).sub(/#.*/m, "")
           sources.split(/[ \t\r]+/).each do |tok|
             next if tok.empty?
+
             if in_action || tok.start_with?("[")
               in_action = !tok.end_with?("]")
               next

@@ -10,7 +10,7 @@ module Loadout
   module TestSupport
     # Runs the Rails app of test/rails/generate_app.rb in child processes, three ways: without
     # loadout (:plain, LOADOUT_DISABLE=1), with it on an empty cache (:cold), and again once the
-    # cold run's background work is done (:warm), then compares what the runs printed and loaded.
+    # cold run (:warm), then compares what the runs printed and loaded.
     #
     #   with_rails_app do |app|
     #     assert_same_behaviour { |mode| run_rails(app, mode, "bin/rails", "runner", script("probe.rb")) }
@@ -61,7 +61,7 @@ module Loadout
       end
 
       # Runs +cmd+ with the app's Ruby in +app+. :cold empties loadout's cache first; every run
-      # waits for the background processes it left (loadout compiles a boot's misses after exit).
+      # waits for its process group (App#wait_for_group).
       def run_rails(app, mode, *cmd, env: {}, stdin: "")
         raise ArgumentError, "mode: #{mode.inspect}" unless MODES.include?(mode)
 

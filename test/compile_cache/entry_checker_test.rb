@@ -2,11 +2,11 @@
 
 require "test_helper"
 require "loadout/store"
-require "loadout/compile_cache/checker"
+require "loadout/compile_cache/entry_checker"
 
 # CompileCache.check (what `loadout check` asks per file) against a store filled by a real
 # `loadout precompile` in a child process.
-class CompileCacheCheckerTest < Minitest::Test
+class EntryCheckerTest < Minitest::Test
   EXE = File.expand_path("../../exe/loadout", __dir__)
 
   def with_precompiled_app

@@ -22,7 +22,7 @@ module Loadout
     # boot leaves to its library on purpose (a negative entry: a value that cannot be stored; a
     # YAML file with tags while the app registers custom Psych tags, as Rails does) counts as a
     # hit: the boot does not miss it, it does not try.
-    class Checker # :nodoc:
+    class EntryChecker # :nodoc:
       RANK = { hit: 0, stale: 1, missing: 2 }.freeze
 
       def initialize(store, roots)

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Loadout
-  module Rake
+  module RakeMemo
     # The modules prepended to Rake's classes. Each wraps a stock method (its part, then super),
     # except the methods that stat: they are the stock method with the stat read from the run's
     # memo (Run.mtime: a Time, or false for a missing file), and call super when there is none
@@ -29,7 +29,7 @@ module Loadout
       module FileTask
         def timestamp
           stamp = Run.mtime(name)
-          stamp.nil? ? super : stamp || ::Rake::LATE
+          stamp.nil? ? super : stamp || Rake::LATE
         end
       end
 
@@ -67,7 +67,7 @@ module Loadout
           stamp = Run.mtime(task_name)
           return super if stamp.nil?
 
-          define_task(::Rake::FileTask, task_name) if stamp
+          define_task(Rake::FileTask, task_name) if stamp
         end
 
         # Stock resolves each prerequisite name again for invoke_prerequisites, for
@@ -112,7 +112,7 @@ module Loadout
       def self.stock_lookup?(klass) #: (Class) -> bool
         @stock_lookup.fetch(klass) do
           @stock_lookup[klass] = %i[lookup lookup_in_scope].all? do |m|
-            klass.instance_method(m).owner.equal?(::Rake::TaskManager)
+            klass.instance_method(m).owner.equal?(Rake::TaskManager)
           end
         end
       end

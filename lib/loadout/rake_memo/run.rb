@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Loadout
-  module Rake
+  module RakeMemo
     # What one Rake run remembers, from the outermost Task#invoke until it returns, and only while
     # no task action runs in any thread (outside that window the hooks are stock Rake, so -T, -P
     # and Rakefile code see no memo): stats (path -> mtime in nanoseconds, or :enoent) and
@@ -19,10 +19,10 @@ module Loadout
       LOCK_FREE_READS = RUBY_ENGINE == "ruby"
 
       @lock = Mutex.new
-      @depth = 0      # Task#invoke calls in flight (nested, or in other threads)
-      @acting = 0     # task actions running now
+      @depth = 0              # Task#invoke calls in flight (nested, or in other threads)
+      @acting = 0             # task actions running now
       @stats = @lookups = nil # Hashes while there is a memo
-      @table_gen = 0  # bumped whenever a task table gains a task or is cleared
+      @table_gen = 0          # bumped whenever a task table gains a task or is cleared
 
       class << self
         def enter #: () -> void

@@ -5,7 +5,7 @@ module Loadout
     # Answers "what will the next boot with this $LOAD_PATH do with the stored listings?"
     # without changing anything: for each directory, the decision Lister#fill would make (use the
     # stored listing as is, or list the directory again, and why).
-    class Checker # :nodoc:
+    class ListingChecker # :nodoc:
       SHOWN = 3 # entries named in the one-line reason
 
       def initialize(lister)
@@ -22,11 +22,11 @@ module Loadout
           next unless item.is_a?(String) && !item.empty?
           next relative += 1 unless item.start_with?("/")
 
-          entry = @lister.entry(item)
-          next if entry.opaque?
+          dir = @lister.load_dir(item)
+          next if dir.opaque?
 
-          problem = problem(entry)
-          base = entry.base || entry.expanded
+          problem = problem(dir)
+          base = dir.base || dir.expanded
           next if seen.key?(base) # Ruby skips a realpath seen before
 
           seen[base] = true
@@ -39,11 +39,11 @@ module Loadout
 
       private
 
-      def problem(entry)
-        return nil if @lister.usable?(entry)
-        return [:missing, "no stored listing"] unless entry.listing
+      def problem(dir)
+        return nil if @lister.usable?(dir)
+        return [:missing, "no stored listing"] unless dir.listing
 
-        [:stale, describe(entry.changes)]
+        [:stale, describe(dir.changes)]
       end
 
       def answer(size, later, relative, entries)
@@ -52,8 +52,8 @@ module Loadout
         named << "#{entries.size - SHOWN} more" if entries.size > SHOWN
         if entries.empty?
           { status: :hit, entries: entries,
-            reason: "every directory of this $LOAD_PATH (#{size} items#{", #{later} added after boot" if later.positive?}) " \
-                    "restored as stored#{note}" }
+            reason: "every directory of this $LOAD_PATH " \
+                    "(#{size} items#{", #{later} added after boot" if later.positive?}) restored as stored#{note}" }
         elsif entries.any? { |e| e[:status] == :missing }
           { status: :miss, entries: entries,
             reason: "#{entries.size} director#{entries.size == 1 ? "y has" : "ies have"} no usable stored listing " \

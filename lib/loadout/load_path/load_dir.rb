@@ -2,7 +2,8 @@
 
 module Loadout
   module LoadPath
-    # One $LOAD_PATH item as the index sees it. +kind+ says how far its listing can be trusted:
+    # The directory one $LOAD_PATH item names, as the index sees it (a load dir). +kind+ says how
+    # far its listing can be trusted:
     # - :stable   under the Ruby prefix, a Gem.path gem dir or the bundle path: its file set only
     #             changes with a new path, so a stored listing is used without any syscall;
     # - :volatile anything else (app dirs): a stored listing is checked against the recorded
@@ -12,13 +13,13 @@ module Loadout
     # +expanded+ is File.expand_path of the item (the store key, and what says stable or not);
     # +base+ the directory Ruby joins features to: Ruby builds its expanded load path with
     # realpath (load.c rb_construct_expanded_load_path: rb_check_realpath, else the item as is),
-    # so a file found through a symlinked entry is recorded under the entry's realpath. A stable
-    # entry's base comes from the store (see Roots#trusts_base?); an app dir's is computed.
-    class Entry # :nodoc:
+    # so a file found through a symlinked item is recorded under the item's realpath. A stable
+    # dir's base comes from the store (see Roots#trusts_base?); an app dir's is computed.
+    class LoadDir # :nodoc:
       # Scan errors that cannot hide a file Ruby could open: a broken link or a vanished file is
       # as unopenable for Ruby; a name that is not UTF-8 is only reachable by a feature that is
       # not ASCII either, and those go to Ruby. Anything else (EACCES, a directory loop that Ruby
-      # would happily walk through) makes the entry :opaque.
+      # would happily walk through) makes the dir :opaque.
       HARMLESS_ERRORS = %i[invalid_encoding enoent eloop enotdir].freeze
 
       # A directory whose mtime is this close to the scan may still change within the same
@@ -85,7 +86,7 @@ module Loadout
       end
 
       # Lists the tree. Returns [files, dirs, mtimes] (Arrays) or nil when the listing cannot be
-      # trusted (the entry turned :opaque).
+      # trusted (the dir turned :opaque).
       def scan(ignore)
         started = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
         result = Scan.call(@base, ignore: ignore)
@@ -132,7 +133,7 @@ module Loadout
         Index.dir_changed?(@base, @dirs, @mtimes, dir == "." ? "" : dir)
       end
 
-      # The path Ruby would record for +rel+ found in this entry.
+      # The path Ruby would record for +rel+ found in this dir.
       def abspath(rel)
         @base == "/" ? "/#{rel}" : "#{@base}/#{rel}"
       end
