@@ -5,13 +5,14 @@ module Loadout
     # The require hook's third place: in place of Bundler's bundled-gems warning (Ruby 3.4+, not
     # 3.3: see supported?; Gem::BUNDLED_GEMS.replace_require, installed by bundler/setup), which
     # decorates Kernel#require and Kernel.require and runs Gem::BUNDLED_GEMS.warning? (String
-    # copies, a split) on every call before what it wraps (`no_warning_require`). The hook (require_native.c lo_bundled_require)
-    # passes a name that warning? cannot warn about straight to what Bundler's block calls next:
-    # one of loadout's hooks (the lower one for Kernel#require, whose block finds
-    # Kernel.no_warning_require; the front one for Kernel.require when Bundler kept RubyGems'
-    # require, 2.5+ with gem discovery off). Which names those are is read from the bundled-gems
-    # tables of the Ruby in use (SINCE, SINCE_FAST_PATH, EXACT; see require_native.c for the rule);
-    # any other name, and any name while loadout's index is off, goes to Bundler's method.
+    # copies, a split) on every call before what it wraps (`no_warning_require`). The hook
+    # (require_native.c lo_bundled_require) passes a name that warning? cannot warn about straight
+    # to what Bundler's block calls next: one of loadout's hooks (the lower one for Kernel#require,
+    # whose block finds Kernel.no_warning_require; the front one for Kernel.require when Bundler
+    # kept RubyGems' require, 2.5+ with gem discovery off). Which names those are is read from the
+    # bundled-gems tables of the Ruby in use (SINCE, SINCE_FAST_PATH, EXACT; see require_native.c
+    # for the rule); any other name, and any name while loadout's index is off, goes to Bundler's
+    # method.
     #
     # Installed only when Bundler's decoration is the method it replaces (by source file and
     # original name), warning? and SINCE exist, and what it calls next is one of loadout's hooks;
