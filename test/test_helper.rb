@@ -36,6 +36,14 @@ module Loadout
 end
 Warning.singleton_class.prepend(Loadout::TestSupport::LibWarnings)
 
+# Bundler 2.5+ (the Ruby 3.4 and 4.0 roots run their own Bundler 4) exports BUNDLER_SETUP, which
+# RubyGems 3.5+ requires as it boots (rubygems.rb), and Bundler 4 BUNDLE_LOCKFILE: a child given
+# "RUBYOPT" => nil to run without the suite's bundle still ran its bundler/setup, and one given
+# another app's BUNDLE_GEMFILE read the suite's lock. A child that wants the suite's bundle gets it
+# from RUBYOPT and BUNDLE_GEMFILE, as under the lock's Bundler 2.3 (which sets neither).
+ENV.delete("BUNDLER_SETUP")
+ENV.delete("BUNDLE_LOCKFILE")
+
 require "minitest/autorun"
 require "loadout"
 require "support/tmp_tree"

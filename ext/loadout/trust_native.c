@@ -192,14 +192,8 @@ static VALUE
 native_trust_same_file_at(VALUE self, VALUE at, VALUE name, VALUE fd)
 {
     FilePathValue(name);
-    int f;
-    if (RB_TYPE_P(fd, T_FILE)) {
-        rb_io_t *fptr;
-        GetOpenFile(fd, fptr);
-        f = fptr->fd;
-    } else {
-        f = NUM2INT(fd);
-    }
+    /* rb_io_descriptor (Ruby 3.1+), not rb_io_t's fd: that field is deprecated from 3.3 on. */
+    int f = RB_TYPE_P(fd, T_FILE) ? rb_io_descriptor(fd) : NUM2INT(fd);
     struct stat a, b;
     if (fstatat(at_arg(at), StringValueCStr(name), &a, AT_SYMLINK_NOFOLLOW) != 0) return Qfalse;
     if (fstat(f, &b) != 0) return Qfalse;

@@ -145,27 +145,39 @@ class RequireDecoratorsTest < Minitest::Test
     end
   end
 
-  test "a decorator taken after setup calls loadout's hook; before setup, the hook replaces what it wraps" do
-    with_files(FILES) do |dir|
-      out = run_ruby!(<<~RUBY).stdout
-        require "loadout"
-        $order = []
-        $LOAD_PATH.unshift(#{"#{dir}/lib".dump})
-        module Kernel; alias_method :early_alias, :require; end
-        Loadout::LoadPath.install!
-        module Kernel; alias_method :late_alias, :require; end
-        k = Kernel
-        p [k.instance_method(:early_alias).source_location, k.instance_method(:late_alias).source_location]
-        require "deco_a"; early_alias "deco_k"; late_alias "deco/nested"
-        p Loadout::LoadPath.stats[:hits]
-      RUBY
-      lines = out.lines.map(&:chomp)
-      if Loadout::BACKEND == :native
-        assert_equal "[nil, nil]", lines[0], "both are C functions: Ruby's frames, no loadout frame"
-      else
-        assert_includes lines[0], "/loadout/load_path/require_hook.rb", "the twin is a Ruby method"
+  # Under the suite's bundle and without Bundler: Kernel#require is Ruby's C require under Bundler
+  # 2.3 (the lock's, Ruby 3.1 and 3.3), Bundler's bundled-gems block under Bundler 4 (the 3.4 and
+  # 4.0 roots' own), RubyGems' require without Bundler.
+  [["under the suite's bundle", {}], ["without Bundler", NO_BUNDLER]].each do |label, env|
+    test "a decorator taken after setup calls loadout's hook; before setup, the hook replaces what it wraps (#{label})" do
+      with_files(FILES) do |dir|
+        out = run_ruby!(<<~RUBY, env: env).stdout
+          require "loadout"
+          $order = []
+          $LOAD_PATH.unshift(#{"#{dir}/lib".dump})
+          module Kernel; alias_method :early_alias, :require; end
+          k = Kernel
+          p k.instance_method(:require).source_location
+          Loadout::LoadPath.install!
+          module Kernel; alias_method :late_alias, :require; end
+          p [k.instance_method(:early_alias).source_location, k.instance_method(:late_alias).source_location]
+          require "deco_a"; early_alias "deco_k"; late_alias "deco/nested"
+          p Loadout::LoadPath.stats[:hits]
+        RUBY
+        lines = out.lines.map(&:chomp)
+        if lines[0].include?("/bundled_gems.rb")
+          # Bundler's block, taken before setup, stays (loadout replaces it under its own name
+          # only, and the twin not at all) and calls loadout's hook below it.
+          late = Loadout::BACKEND == :native ? "nil" : lines[0]
+          assert_equal "[#{lines[0]}, #{late}]", lines[1], "Bundler's block, then the hook"
+        elsif Loadout::BACKEND == :native
+          assert_equal "[nil, nil]", lines[1], "both are C functions: Ruby's frames, no loadout frame"
+        else
+          twin = lines[0].include?("kernel_require") ? "rubygems_front.rb" : "require_hook.rb"
+          assert_equal 2, lines[1].scan("/loadout/load_path/#{twin}").size, "the twin is a Ruby method: #{lines[1]}"
+        end
+        assert_equal "4", lines[2], "deco_a, deco_b, deco_k and deco/nested all went through the index"
       end
-      assert_equal "4", lines[1], "deco_a, deco_b, deco_k and deco/nested all went through the index"
     end
   end
 end

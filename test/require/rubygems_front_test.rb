@@ -243,7 +243,7 @@ class RequireRubyGemsFrontTest < Minitest::Test
 
   # Bundler 2.5+ (Ruby 3.3+) keeps RubyGems' require with gem discovery off and decorates require
   # with its bundled-gems warning (Gem::BUNDLED_GEMS.replace_require): loadout then answers above
-  # that decoration too (LoadPath::BundledGemsFront), for names it cannot warn about. The children
+  # that decoration too (LoadPath::BundledGemsFront, Ruby 3.4+), for names it cannot warn about. The children
   # use Ruby's own Bundler on an app with an empty bundle.
   test "Bundler's bundled-gems warning: the same warnings and LoadErrors, the rest answered above it" do
     unbundled = ENV.keys.grep(/\ABUNDLE/).to_h { |k| [k, nil] }
@@ -272,9 +272,14 @@ class RequireRubyGemsFrontTest < Minitest::Test
       plain, with = assert_same_behaviour("#{setup}\n#{script}", setup: "$__with_loadout = true", env: env)
       scrub = ->(text) { text.gsub(/loadout-diff[\w-]+/, "TMP") } # each child's script has its own dir
       assert_equal scrub.(plain.stderr), scrub.(with.stderr)
-      assert_match(/csv was loaded from the standard library/, with.stderr)
-      # (The Ruby twin leaves Bundler's decoration in place.)
-      assert_operator with.stats[:front].to_i, :>=, 4, with.stats.inspect if Loadout::BACKEND == :native
+      # (base64: Debian's Ruby 3.3 finds csv in vendor_ruby, its ruby-csv package, and Ruby 3.3's
+      # warning? warns about no file outside Ruby's lib dir; base64 warns on 3.3, 3.4 and 4.0.)
+      assert_match(/base64 was loaded from the standard library/, with.stderr)
+      # (The Ruby twin leaves Bundler's decoration in place, and so does Ruby 3.3, whose warning?
+      # counts frames: BundledGemsFront.supported?.)
+      if Loadout::BACKEND == :native && RUBY_VERSION >= "3.4"
+        assert_operator with.stats[:front].to_i, :>=, 4, with.stats.inspect
+      end
     end
   end
 end

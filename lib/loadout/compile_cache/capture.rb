@@ -2,6 +2,9 @@
 
 require_relative "entry"
 require_relative "iseq_binary"
+# Loaded with this file, not on first use (a file that does not parse, see #settle): a file loaded
+# later goes through the ISeq handler itself.
+require_relative "iseq_build"
 
 module Loadout
   module CompileCache
@@ -51,12 +54,15 @@ module Loadout
       def expect(path, variant) #: (String, String) -> void
         identity = @freshness.identity(path) or return
 
-        @pending[path] = [variant, identity]
+        thread = Thread.current
+        settle(thread) unless @pending.empty?
+        @pending[path] = [variant, identity, thread]
         start
       end
 
       # Stops capturing (at exit, before the store is flushed).
       def stop #: () -> void
+        settle(nil) unless @pending.empty?
         @tracepoint&.disable
         @tracepoint = nil
         @pending.clear
@@ -85,7 +91,7 @@ module Loadout
 
         iseq = tp.instruction_sequence
         path = iseq.path
-        variant, before = @pending.delete(path)
+        variant, before, = @pending.delete(path)
         return unless variant
         return if coverage_running?
 
@@ -148,6 +154,30 @@ module Loadout
       # An entry that tells the next boots to leave the file to Ruby until it changes.
       def negative(identity, digest, reason)
         @entry.dump(@negative, identity, @freshness.now_ns, digest, reason.to_s)
+      end
+
+      # Ruby compiles a file right after its miss, on the same thread: a miss of +thread+ (every
+      # thread's at exit) still pending was never compiled. That is a file that does not parse on
+      # Ruby 3.4+ (Prism raises its SyntaxError before :script_compiled), or one Ruby could not
+      # read. Compiled here (ISeqBuild: warnings captured, nothing printed), a file that does not
+      # parse gets the negative entry it gets on 3.1-3.3, where its failed parse is captured; the
+      # next boots leave it to Ruby without a miss.
+      def settle(thread)
+        left = @pending.select { |_, (_, _, owner)| thread.nil? || owner.equal?(thread) }
+        left.each do |path, (variant, _, _)|
+          @pending.delete(path)
+          bytes = ISeqBuild.entry(path, RubyVM::InstructionSequence.compile_option) or next
+          entry = @entry.load(bytes)
+          next unless entry&.negative? && entry.payload == "syntax_error"
+
+          stored = @entries.claim(@key.for("i", variant, path)) do |current|
+            known = current && @entry.load(current)
+            bytes unless known&.negative? && known.digest == entry.digest # (another process's)
+          end
+          @counters.add(:iseq, :compiles, 1) if stored
+        rescue StandardError => e
+          CompileCache.__internal_error(:iseq, path, e)
+        end
       end
 
       # A file that does not parse still reaches :script_compiled (Ruby 3.1 compiles an empty body,

@@ -2,16 +2,17 @@
 
 module Loadout
   module LoadPath
-    # The require hook's third place: in place of Bundler's bundled-gems warning (Ruby 3.3+,
-    # Gem::BUNDLED_GEMS.replace_require, installed by bundler/setup), which decorates Kernel#require
-    # and Kernel.require and runs Gem::BUNDLED_GEMS.warning? (String copies, a split) on every call
-    # before what it wraps (`no_warning_require`). The hook (require_native.c lo_bundled_require)
-    # passes a name that warning? cannot warn about straight to what Bundler's block calls next:
-    # one of loadout's hooks (the lower one for Kernel#require, whose block finds
-    # Kernel.no_warning_require; the front one for Kernel.require when Bundler kept RubyGems'
-    # require, 2.5+ with gem discovery off). Which names those are is read from the bundled-gems
-    # tables of the Ruby in use (SINCE, SINCE_FAST_PATH, EXACT; see require_native.c for the rule);
-    # any other name, and any name while loadout's index is off, goes to Bundler's method.
+    # The require hook's third place: in place of Bundler's bundled-gems warning (Ruby 3.4+, not
+    # 3.3: see supported?; Gem::BUNDLED_GEMS.replace_require, installed by bundler/setup), which
+    # decorates Kernel#require and Kernel.require and runs Gem::BUNDLED_GEMS.warning? (String
+    # copies, a split) on every call before what it wraps (`no_warning_require`). The hook
+    # (require_native.c lo_bundled_require) passes a name that warning? cannot warn about straight
+    # to what Bundler's block calls next: one of loadout's hooks (the lower one for Kernel#require,
+    # whose block finds Kernel.no_warning_require; the front one for Kernel.require when Bundler
+    # kept RubyGems' require, 2.5+ with gem discovery off). Which names those are is read from the
+    # bundled-gems tables of the Ruby in use (SINCE, SINCE_FAST_PATH, EXACT; see require_native.c
+    # for the rule); any other name, and any name while loadout's index is off, goes to Bundler's
+    # method.
     #
     # Installed only when Bundler's decoration is the method it replaces (by source file and
     # original name), warning? and SINCE exist, and what it calls next is one of loadout's hooks;
@@ -47,8 +48,13 @@ module Loadout
           replace(found)
         end
 
+        # Not on Ruby 3.3: its warning? looks a fixed three frames up the stack for a bundled gem's
+        # own file (`caller_locations(3, 3)`), and the hook's frame, one more between Bundler's
+        # block and the caller for every name it hands on, moves that window: kconv.rb's
+        # `require "nkf"` then lost the warning plain Ruby gives. From 3.4 on warning? counts no
+        # frames (its messages walk them by label, and the hook's frame is labelled "require").
         def supported?
-          defined?(::Gem::BUNDLED_GEMS) && ::Gem::BUNDLED_GEMS.respond_to?(:warning?) &&
+          RUBY_VERSION >= "3.4" && defined?(::Gem::BUNDLED_GEMS) && ::Gem::BUNDLED_GEMS.respond_to?(:warning?) &&
             ::Gem::BUNDLED_GEMS.const_defined?(:SINCE, false) && ::Gem::BUNDLED_GEMS::SINCE.is_a?(Hash)
         end
 
