@@ -67,7 +67,8 @@ class CompileCacheCheckAgreesTest < Minitest::Test
   ].freeze
 
   def gemfile(app)
-    gems = app == "json" ? [%(gem "json", "#{@json}")] : [%(gem "i18n"), PSYCH ? %(gem "psych", "#{PSYCH}") : %(gem "psych")]
+    psych = PSYCH ? %(gem "psych", "#{PSYCH}") : %(gem "psych")
+    gems = app == "json" ? [%(gem "json", "#{@json}")] : [%(gem "i18n"), psych]
     ["source \"https://rubygems.org\"", *gems, %(gem "loadout", path: #{ROOT.dump})].join("\n") << "\n"
   end
 

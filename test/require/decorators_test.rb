@@ -149,7 +149,8 @@ class RequireDecoratorsTest < Minitest::Test
   # 2.3 (the lock's, Ruby 3.1 and 3.3), Bundler's bundled-gems block under Bundler 4 (the 3.4 and
   # 4.0 roots' own), RubyGems' require without Bundler.
   [["under the suite's bundle", {}], ["without Bundler", NO_BUNDLER]].each do |label, env|
-    test "a decorator taken after setup calls loadout's hook; before setup, the hook replaces what it wraps (#{label})" do
+    test "a decorator taken after setup calls loadout's hook; " \
+         "before setup, the hook replaces what it wraps (#{label})" do
       with_files(FILES) do |dir|
         out = run_ruby!(<<~RUBY, env: env).stdout
           require "loadout"
