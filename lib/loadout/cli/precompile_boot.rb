@@ -66,12 +66,15 @@ module Loadout
       # (Bundler.original_env), or the boot would load other files. Bundler 2.5+ exports
       # BUNDLER_SETUP, which RubyGems 3.5+ requires before did_you_mean, error_highlight and
       # syntax_suggest load: an installed copy of one of them (Debian's, a newer gem) was on the
-      # app's $LOAD_PATH and not on the boot's, and the app's first boot listed its dir.
+      # app's $LOAD_PATH and not on the boot's, and the app's first boot listed its dir. PATH
+      # stays (the bundle's bin dir finds a COMMAND such as `rails`; it loads nothing).
       def self.unbundled
         return {} unless defined?(::Bundler) && ::Bundler.respond_to?(:original_env)
 
         original = ::Bundler.original_env
-        (ENV.keys | original.keys).each_with_object({}) { |k, h| h[k] = original[k] if ENV[k] != original[k] }
+        (ENV.keys | original.keys).each_with_object({}) do |k, h|
+          h[k] = original[k] if ENV[k] != original[k] && k != "PATH"
+        end
       end
 
       def self.spawn(env, command, dir, err)
