@@ -49,7 +49,7 @@ module Loadout
       # environment, whose BUNDLE_GEMFILE (the app's, under `bundle exec`) the boot gets too.
       #: (Context, Array[String], untyped, ?Hash[String, String]) -> Outcome
       def self.run(ctx, command, err, cli_env = {})
-        env = LOADOUT_ON.merge("LOADOUT_CACHE_DIR" => ctx.config.cache_dir)
+        env = unbundled.merge(LOADOUT_ON).merge("LOADOUT_CACHE_DIR" => ctx.config.cache_dir)
         env["BUNDLE_GEMFILE"] = cli_env["BUNDLE_GEMFILE"] if cli_env["BUNDLE_GEMFILE"]
         before = LastBoot.read(ctx.store_path)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -59,6 +59,22 @@ module Loadout
         # A record this boot left (the pid of a process it started, when it execs or forks).
         record = after && after != before ? after : nil
         Outcome.new(command: command, status: status, seconds: seconds, record: record)
+      end
+
+      # The app boots without `bundle exec` (a container's CMD, a CI step's bin/rails): what
+      # `bundle exec loadout precompile` added to the environment is taken out of the boot's
+      # (Bundler.original_env), or the boot would load other files. Bundler 2.5+ exports
+      # BUNDLER_SETUP, which RubyGems 3.5+ requires before did_you_mean, error_highlight and
+      # syntax_suggest load: an installed copy of one of them (Debian's, a newer gem) was on the
+      # app's $LOAD_PATH and not on the boot's, and the app's first boot listed its dir. PATH
+      # stays (the bundle's bin dir finds a COMMAND such as `rails`; it loads nothing).
+      def self.unbundled
+        return {} unless defined?(::Bundler) && ::Bundler.respond_to?(:original_env)
+
+        original = ::Bundler.original_env
+        (ENV.keys | original.keys).each_with_object({}) do |k, h|
+          h[k] = original[k] if ENV[k] != original[k] && k != "PATH"
+        end
       end
 
       def self.spawn(env, command, dir, err)
@@ -74,7 +90,7 @@ module Loadout
         raise Error, "precompile: cannot run `#{command.join(" ")}` in #{dir} (#{e.message}); give the command " \
                      "that boots the app after --, e.g. `loadout precompile -- bin/rails runner 1`"
       end
-      private_class_method :spawn
+      private_class_method :spawn, :unbundled
     end
   end
 end
