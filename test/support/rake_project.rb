@@ -16,8 +16,23 @@ module Loadout
       SUPPORT = File.expand_path("..", __dir__)
       # The rake lib dir of every rake to test against: the bundle's (the one this process loads),
       # Debian's system rake when present (13.0.6 has the pre-13.1 FileTask shape), and any in
-      # $LOADOUT_TEST_RAKE_LIBS.
+      # $LOADOUT_TEST_RAKE_LIBS; each one that loads on this Ruby without loadout.
       def self.rake_libs
+        @rake_libs ||= candidate_rake_libs.select do |lib|
+          loads_here?(lib) or warn "rake #{rake_version(lib)} (#{lib}) does not load on this Ruby: not tested against"
+        end.freeze
+      end
+
+      # Whether the rake at +lib+ loads without loadout where the tests run it (a child Ruby with
+      # the suite's GEM_PATH): Ruby 3.3's bundled rake 13.1.0 (beside the Ruby 4.0 root's Ruby)
+      # requires ostruct, which Ruby 4.0 has only as a bundled gem, outside that GEM_PATH; it
+      # fails there with or without loadout.
+      def self.loads_here?(lib)
+        system({ "RUBYOPT" => nil, "BUNDLER_SETUP" => nil }, RbConfig.ruby, "-I", lib, "-e", 'require "rake"',
+               out: File::NULL, err: File::NULL)
+      end
+
+      def self.candidate_rake_libs
         # Not `require "rake"` here: that would patch FileUtils and main in the test process.
         spec = Gem.loaded_specs["rake"] || (Gem::Specification.find_by_name("rake") rescue nil)
         libs = spec ? [File.join(spec.full_gem_path, "lib")] : []
