@@ -70,7 +70,11 @@ class LoadPathSyscallsTest < Minitest::Test
       # entry's realpath (Ruby 3.1 records features under it), nothing else of it.
       touched = app_stats.map { |l| l[/"([^"]*)"/, 1].delete_prefix("#{home}/app/lib") }
       assert_equal ["", "/a", "/a/b", "/empty"], touched.uniq.sort, app_stats.join
-      assert_equal 4, app_stats.grep(/stat/).size - app_stats.grep(/readlink/).size, app_stats.join
+      stats = app_stats.grep(/stat/).map { |l| l[/"([^"]*)"/, 1].delete_prefix("#{home}/app/lib") }
+      assert_equal ["/a", "/a/b", "/empty"], stats.reject(&:empty?).sort, app_stats.join
+      # app/lib once, and once more where File.realpath stats what it readlinks (Ruby 3.1 to 3.4;
+      # 4.0's realpath does not).
+      assert_includes 1..(1 + app_stats.grep(/readlink/).size), stats.count(""), app_stats.join
     end
   end
 

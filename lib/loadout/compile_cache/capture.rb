@@ -2,9 +2,6 @@
 
 require_relative "entry"
 require_relative "iseq_binary"
-# Loaded with this file, not on first use (a file that does not parse, see #settle): a file loaded
-# later goes through the ISeq handler itself.
-require_relative "iseq_build"
 
 module Loadout
   module CompileCache
@@ -159,25 +156,40 @@ module Loadout
       # Ruby compiles a file right after its miss, on the same thread: a miss of +thread+ (every
       # thread's at exit) still pending was never compiled. That is a file that does not parse on
       # Ruby 3.4+ (Prism raises its SyntaxError before :script_compiled), or one Ruby could not
-      # read. Compiled here (ISeqBuild: warnings captured, nothing printed), a file that does not
-      # parse gets the negative entry it gets on 3.1-3.3, where its failed parse is captured; the
-      # next boots leave it to Ruby without a miss.
+      # read. A file that does not parse when compiled here gets the negative entry it gets on
+      # 3.1-3.3, where its failed parse is captured: the next boots leave it to Ruby without a miss.
       def settle(thread)
         left = @pending.select { |_, (_, _, owner)| thread.nil? || owner.equal?(thread) }
-        left.each do |path, (variant, _, _)|
+        left.each do |path, (variant, before, _)|
           @pending.delete(path)
-          bytes = ISeqBuild.entry(path, RubyVM::InstructionSequence.compile_option) or next
-          entry = @entry.load(bytes)
-          next unless entry&.negative? && entry.payload == "syntax_error"
+          source = @trust.read_source(path) or next
+          next unless @freshness.identity(path) == before && parse_fails?(path)
+
+          digest = @xxh64.digest(source)
+          source.clear
+          next unless @freshness.identity(path) == before # changed meanwhile: what Ruby read is unknown
 
           stored = @entries.claim(@key.for("i", variant, path)) do |current|
             known = current && @entry.load(current)
-            bytes unless known&.negative? && known.digest == entry.digest # (another process's)
+            negative(before, digest, :syntax_error) unless known&.negative? && known.digest == digest
           end
           @counters.add(:iseq, :compiles, 1) if stored
-        rescue StandardError => e
+        rescue StandardError, ScriptError => e
           CompileCache.__internal_error(:iseq, path, e)
         end
+      end
+
+      # Whether +path+ fails to parse; its parse warnings, already shown by Ruby's own compile,
+      # are not shown again.
+      def parse_fails?(path)
+        verbose = $VERBOSE
+        $VERBOSE = nil
+        RubyVM::InstructionSequence.compile_file(path)
+        false
+      rescue SyntaxError
+        true
+      ensure
+        $VERBOSE = verbose
       end
 
       # A file that does not parse still reaches :script_compiled (Ruby 3.1 compiles an empty body,
