@@ -53,11 +53,11 @@ class SelfCacheRelocationTest < Minitest::Test
 
   # The files of loadout's Ruby compiles on every boot, warm or not: those loaded before the self
   # cache can serve (Config, AppRoot, SelfCache itself, and Trust with its DirHandle: the cache dir
-  # is checked and held open before the self cache file is read from it), and iseq_binary.rb and
-  # iseq_build.rb (loaded with the capture), which the self cache keeps as Ruby's to compile: they
-  # spell out "<main>", the label ISeq.build rewrites.
-  ALWAYS = %w[loadout/app_root.rb loadout/compile_cache/iseq_binary.rb loadout/compile_cache/iseq_build.rb
-              loadout/config.rb loadout/self_cache.rb loadout/trust.rb loadout/trust/dir_handle.rb].freeze
+  # is checked and held open before the self cache file is read from it), and iseq_binary.rb,
+  # which the self cache keeps as Ruby's to compile (it spells out "<main>", the label ISeq.build
+  # rewrites).
+  ALWAYS = %w[loadout/app_root.rb loadout/compile_cache/iseq_binary.rb loadout/config.rb loadout/self_cache.rb
+              loadout/trust.rb loadout/trust/dir_handle.rb].freeze
 
   def copy_lib(to)
     FileUtils.mkdir_p(File.dirname(to))
