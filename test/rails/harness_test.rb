@@ -21,7 +21,8 @@ class RailsHarnessTest < Minitest::Test
       refute_nil message
       assert_match(/^stdout: .*^\+"?injected out$/m, message)
       # (Ruby's own lib dir: /usr/lib/ruby/X for Debian's Rubies, /usr/local/lib/ruby/X for 4.0's.)
-      assert_match(/^\$LOADED_FEATURES: .*^\+"?#{Regexp.escape(RbConfig::CONFIG["rubylibdir"])}\/English\.rb$/m, message)
+      english = Regexp.escape(File.join(RbConfig::CONFIG["rubylibdir"], "English.rb"))
+      assert_match(/^\$LOADED_FEATURES: .*^\+"?#{english}$/m, message)
       assert_match(/^constants: .*^\+InjectedByTest$/m, message)
       assert_match(/^stderr: .*^\+"?injected err$/m, message)
       refute_match(/^exit status:/, message)
