@@ -19,7 +19,10 @@
 # wall time of the whole boot and the in-process time of the one load call, medians, and their
 # ratios to plain Ruby's.
 #
-#   bundle exec ruby bench/value_files.rb [--rounds N] [--only NAME,...]
+# --valgrind adds one plain, cold and warm boot per file under valgrind (cachegrind): instruction
+# counts, which a loaded machine does not move (slow: ~10x per boot).
+#
+#   bundle exec ruby bench/value_files.rb [--rounds N] [--only NAME,...] [--valgrind]
 require "optparse"
 require "rbconfig"
 require "fileutils"
@@ -27,11 +30,12 @@ require "tmpdir"
 require "json"
 require_relative "support/harness"
 
-opts = { rounds: 5, only: nil }
+opts = { rounds: 5, only: nil, valgrind: false }
 OptionParser.new do |o|
   o.banner = "Usage: bundle exec ruby bench/value_files.rb [options]"
   o.on("--rounds N", Integer, "interleaved rounds (default 5)") { |v| opts[:rounds] = v }
   o.on("--only LIST", "comma-separated scenario names") { |v| opts[:only] = v.split(",") }
+  o.on("--valgrind", "also instruction counts (cachegrind), one boot per kind") { opts[:valgrind] = true }
 end.parse!(ARGV)
 
 LIB = File.expand_path("../lib", __dir__)
@@ -81,17 +85,20 @@ def script(call, file, dir, cache)
   RUBY
 end
 
-# [wall s, the load call's s, CPU s (user + sys) of the child].
-def boot(script)
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"].freeze
+
+# [wall s, the load call's s, CPU s (user + sys) of the child, instructions (with +prefix+ VALGRIND)].
+def boot(script, prefix: [])
   started = Bench.clock
   before = Process.times
-  out = IO.popen(CHILD_ENV, [RbConfig.ruby, "-I", LIB, *MSGPACK.flat_map { |p| ["-I", p] }, "-e", script,
+  out = IO.popen(CHILD_ENV, [*prefix, RbConfig.ruby, "-I", LIB, *MSGPACK.flat_map { |p| ["-I", p] }, "-e", script,
                              { err: %i[child out] }], &:read)
   wall = Bench.clock - started
   after = Process.times
   raise "boot failed:\n#{out}" unless $?.success?
 
-  [wall, out[/call_s=([\d.e-]+)/, 1].to_f, (after.cutime + after.cstime) - (before.cutime + before.cstime)]
+  [wall, out[/call_s=([\d.e-]+)/, 1].to_f, (after.cutime + after.cstime) - (before.cutime + before.cstime),
+   out[/I\s+refs:\s+([\d,]+)/, 1]&.delete(",")&.to_i]
 end
 
 Dir.mktmpdir("loadout-bench-values") do |dir|
@@ -117,18 +124,32 @@ Dir.mktmpdir("loadout-bench-values") do |dir|
       end
     end
     med = kinds.to_h { |k| [k, Array.new(3) { |i| Bench.median(samples[k].map { |s| s[i] }) }] }
+    if opts[:valgrind]
+      fresh = "#{name}-valgrind-#{File.basename(file)}"
+      FileUtils.cp(File.join(dir, file), File.join(dir, fresh))
+      med[:plain] << boot(script(call, file, dir, nil), prefix: VALGRIND)[3]
+      med[:cold] << boot(script(call, fresh, dir, cache), prefix: VALGRIND)[3]
+      med[:warm] << boot(script(call, file, dir, cache), prefix: VALGRIND)[3]
+      FileUtils.rm_f(File.join(dir, fresh))
+    end
     results[name] = med
     ratios = %i[cold warm].flat_map { |k| [0, 2, 1].map { |i| med[k][i] / med[:plain][i] } }
     warn format("bench value_files: %-13s plain %.3f s (cpu %.3f, call %.3f)  cold %.2fx (cpu %.2fx, call %.2fx)  " \
                 "warm %.2fx (cpu %.2fx, call %.2fx)", name, med[:plain][0], med[:plain][2], med[:plain][1], *ratios)
   end
-  ratio = ->(med, kind, i) { format("%.2fx", med[kind][i] / med[:plain][i]) }
+  ratio = ->(med, kind, i) { format("%.2fx", med[kind][i].to_f / med[:plain][i]) }
   rows = results.map do |name, med|
     [name, format("%.3f / %.3f", med[:plain][0], med[:plain][2]), ratio.(med, :cold, 0), ratio.(med, :cold, 2),
      ratio.(med, :warm, 0), ratio.(med, :warm, 2), "#{ratio.(med, :cold, 1)} / #{ratio.(med, :warm, 1)}"]
   end
-  puts Bench.table(rows, ["file", "plain wall / cpu s", "cold wall", "cold cpu", "warm wall", "warm cpu",
-                          "load call cold / warm"])
+  headers = ["file", "plain wall / cpu s", "cold wall", "cold cpu", "warm wall", "warm cpu", "load call cold / warm"]
+  if opts[:valgrind]
+    headers += ["plain instructions", "cold / warm instructions"]
+    rows.zip(results.values).each do |row, med|
+      row << med[:plain][3].to_s << "#{ratio.(med, :cold, 3)} / #{ratio.(med, :warm, 3)}"
+    end
+  end
+  puts Bench.table(rows, headers)
   puts "bench value_files: " + results.map { |name, med|
     format("%s_cold=%.2fx %s_warm=%.2fx %s_warm_cpu=%.2fx", name, med[:cold][0] / med[:plain][0], name,
            med[:warm][0] / med[:plain][0], name, med[:warm][2] / med[:plain][2])
