@@ -165,6 +165,7 @@ lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hin
     fields[4] = get32(buf + 56); /* last hdr crc */
     fields[5] = get32(buf + 60); /* last body crc */
     for (int i = 0; i < 5; i++) fields[6 + i] = get64(buf + 72 + 8 * i);
+    fields[11] = get32(buf + 68); /* swept, KiB */
     pos = LO_HINT_HEADER;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t klen = get32(buf + pos + 12);

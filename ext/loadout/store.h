@@ -93,7 +93,8 @@ int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, siz
  * Hint file (all little-endian):
  *   0 "LOHINT\0\2"  8 log id (16 bytes, from the log's file header)  24 dev u64  32 ino u64
  *   40 covered_end u64  48 last_off u64 (where the record that ends at covered_end starts)
- *   56 that record's hdr crc u32  60 its body crc u32  64 count u32  68 zero u32
+ *   56 that record's hdr crc u32  60 its body crc u32  64 count u32
+ *   68 swept u32 (KiB: the log up to there needs no sweep, see Store::Compaction#due?; 0: unknown)
  *   72 live_bytes  80 garbage_bytes  88 garbage_records  96 corrupt_records  104 corrupt_bytes (u64 each)
  *   112 entries: off u64, reclen u32, klen u32, key ... ; then crc32c of everything before it (u32)
  * The store accepts it only for the log it names (lib/loadout/store/hint.rb): same log id, the
@@ -103,13 +104,13 @@ int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, siz
 #define LO_HINT_HEADER 112
 #define LO_HINT_ID 8
 #define LO_HINT_ID_LEN 16
-#define LO_HINT_NFIELDS 11
+#define LO_HINT_NFIELDS 12
 
 typedef void lo_hint_entry_fn(void *ctx, const unsigned char *key, size_t klen, uint64_t off, uint32_t reclen);
 
 /* Validates a hint (every entry's record inside the limits above);
  * fills fields[LO_HINT_NFIELDS] (dev, ino, covered_end, last_off, last hdr crc, last body crc,
- * live_bytes, garbage_bytes, garbage_records, corrupt_records, corrupt_bytes; the log id is the
+ * live_bytes, garbage_bytes, garbage_records, corrupt_records, corrupt_bytes, swept KiB; the log id is the
  * 16 bytes at LO_HINT_ID) and calls fn per entry.
  * Returns 0, or -1 when the hint is damaged (nothing was reported through fn then). */
 int lo_store_hint_parse(const unsigned char *buf, size_t n, uint64_t *fields, lo_hint_entry_fn *fn, void *ctx);

@@ -181,7 +181,7 @@ hint_fields(VALUE buf, const uint64_t *fields)
 }
 
 /* -> [[log id, dev, ino, covered_end, last_off, last hdr crc, last body crc, live_bytes,
- *      garbage_bytes, garbage_records, corrupt_records, corrupt_bytes], {key => packed}] or nil
+ *      garbage_bytes, garbage_records, corrupt_records, corrupt_bytes, swept KiB], {key => packed}] or nil
  *    when the hint is damaged. */
 static VALUE
 lo_native_store_hint_parse(VALUE self, VALUE buf)

@@ -97,10 +97,11 @@ module Loadout
       # The log as this process sees it (#adopt sets them all): the open LogFile (nil: none), its
       # KeyMap, where what the map covers ends, where the record that ends there starts (-1:
       # none), the end this process last read the log whole to (#sweep_if_due), the end the
-      # hint on disk covers (-1: none that matched), and what the file holds besides records of
-      # this version (+newer+, +foreign+: once seen, they stay).
+      # hint on disk covers (-1: none that matched), where the log needs no sweep (0: as its file
+      # header says; Compaction#due), and what the file holds besides records of this version
+      # (+newer+, +foreign+: once seen, they stay).
       @file = @map = nil
-      @end = @last = @settled_end = @hint_end = 0
+      @end = @last = @settled_end = @hint_end = @swept = 0
       @newer = @foreign = nil
       opened = @opener.open(readonly)
       adopt(opened)
@@ -402,7 +403,7 @@ module Loadout
     end
 
     def write_hint
-      @hint_end = @end if @hint.write(@file, @map, @end, @last)
+      @hint_end = @end if @hint.write(@file, @map, @end, @last, @swept)
     end
 
     def writing?
@@ -495,10 +496,14 @@ module Loadout
 
     # The automatic compaction, when due. Records appended since this process last read the
     # log whole (#adopt) were written by boots running now, from files they just compiled or
-    # parsed: live by construction, so the evictor judges only the older ones. A cold boot's
-    # sweep at exit (its log grew from nothing) then asks about no record at all.
+    # parsed: live by construction, so the evictor judges only the older ones. A process that
+    # found the log empty (a cold boot) has none to judge: it marks the log swept up to its end
+    # instead of copying it (Compaction#due).
     def sweep_if_due(file)
-      compact_locked(file, @compaction.evictor, @settled_end) if @compaction.due?(file, @map, @end)
+      case @compaction.due(file, @map, @end, @swept, @settled_end)
+      when :compact then compact_locked(file, @compaction.evictor, @settled_end)
+      when :mark then @swept = @end
+      end
     end
 
     # Runs a write; I/O errors raise StoreError, or with fail_safe (any error but a ConfigError)
@@ -584,6 +589,7 @@ module Loadout
       @end = state.end
       @last = state.last
       @settled_end = state.end # see #sweep_if_due
+      @swept = state.swept || 0
       @hint_end = state.hint_end
       @newer ||= state.newer
       @foreign ||= state.foreign

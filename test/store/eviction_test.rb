@@ -193,12 +193,30 @@ class EvictionTest < Minitest::Test
       Loadout::Store.open(path) do |s|
         s.evictor = evict
         400.times { |i| s.put("live/#{i}", chunk) } # one write each: the first one is the baseline
-        swept = Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
-        assert_operator swept, :>, 200 * 1024, "400 KiB appended past a tiny first write: swept (new baseline)"
-        # What this process appended (a cold boot's whole log) is live by construction.
-        assert_empty calls, "the sweep asks about no record this process appended"
-        s.compact # (no evictor: a plain compaction) the baseline is now the whole file
       end
+      # What a process that found the log empty appended (a cold boot's whole log) is live by
+      # construction: no sweep copies it, the hint records the log as swept to its end.
+      first = Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
+      assert_operator first, :<, 2048, "400 KiB appended past a tiny first write, by the process that began the log: not copied"
+      assert_empty calls
+      grown = File.size(path)
+      Loadout::Store.open(path) do |s|
+        s.evictor = evict
+        s.put("dead/x", chunk) # the next boot appends a little: counted from the swept end
+      end
+      assert_empty calls, "the swept end came with the hint: no sweep"
+      assert_equal first, Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
+      File.delete("#{path}.hint") # without it, the header's baseline is all the store knows
+      Loadout::Store.open(path) do |s|
+        s.evictor = evict
+        s.put("new/0", chunk)
+      end
+      refute_empty calls, "no hint: the growth since the first write is swept"
+      refute calls.include?("new/0"), "...judging only what earlier processes appended"
+      assert_operator Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0], :>, grown / 2
+      Loadout::Store.open(path, readonly: true) { |s| refute s.key?("dead/x") }
+      calls.clear
+      Loadout::Store.open(path) { |s| s.compact } # (no evictor: a plain compaction) the baseline is now the whole file
       base = Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
       assert_equal File.size(path), base
       calls.clear

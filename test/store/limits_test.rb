@@ -47,7 +47,8 @@ class StoreLimitsTest < Minitest::Test
   # A hint file with +entries+ ([key, offset, record length]) for a log of +covered+ bytes.
   def hint_bytes(entries)
     buf = Format::HINT_MAGIC.dup
-    buf << ["i" * 16, 1, 2, 3, 4, 5, 6, entries.size, 0, 0, 0, 0, 0, 0].pack(Format::HINT_FIELDS)
+    # (the swept end, in KiB, after the count: its largest value; the five counters after it)
+    buf << ["i" * 16, 1, 2, 3, 4, 5, 6, entries.size, 0xFFFF_FFFF, 7, 8, 9, 10, 11].pack(Format::HINT_FIELDS)
     entries.each { |key, off, reclen| buf << [off, reclen, key.bytesize].pack("Q<VV") << key }
     buf << [CRC.crc32c(buf)].pack("V")
   end
@@ -66,7 +67,8 @@ class StoreLimitsTest < Minitest::Test
     biggest = Format::MAX_RECORD
     last_off = Format::MAX_LOG - biggest
     ok = hint_bytes([["max", last_off, biggest], ["min", 0, Format::HEADER]])
-    hint_readers(ok).each do |name, (_, map)|
+    hint_readers(ok).each do |name, (fields, map)|
+      assert_equal ["i" * 16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0xFFFF_FFFF], fields, name.to_s
       expected = { "max" => (biggest << Format::OFFSET_BITS) | last_off, "min" => Format::HEADER << Format::OFFSET_BITS }
       assert_equal expected, map, name.to_s
       assert_equal biggest, map["max"] >> Format::OFFSET_BITS

@@ -16,7 +16,7 @@ module Loadout
     #
     # What is live is decided by the log alone, parsed from its first byte: never by the store's
     # key map, which may have come from a hint, so a hint can never make a compaction drop a
-    # record. Also the rule for automatic compaction (#due?) and the evictor it applies.
+    # record. Also the rule for automatic compaction (#due) and the evictor it applies.
     class Compaction # :nodoc:
       CHUNK = 8 << 20
       AUTO_COMPACT_MIN_GARBAGE = 1 << 20 # and garbage above half the file
@@ -36,20 +36,27 @@ module Loadout
         @window = CHUNK # how much of the log is parsed at a time (#live_records)
       end
 
-      # Whether an automatic compaction is due, after an append made the log +log_end+ bytes
-      # long: garbage above 1 MiB and half the file, a file of an older loadout (no log id: no
-      # hint can name it, so every open would scan it), or (with an evictor) growth since the
-      # size the file header recorded.
-      #: (LogFile, KeyMap, Integer) -> bool
-      def due?(file, map, log_end)
+      # What an append that made the log +log_end+ bytes long calls for: :compact, :mark or nil.
+      # :compact when garbage is above 1 MiB and half the file, for a file of an older loadout (no
+      # log id: no hint can name it, so every open would scan it), and (with an evictor) once the
+      # log has grown by half since it was last compacted (the size its file header records) or
+      # marked. :mark instead of that sweep when this process found the log empty (+judged_below+,
+      # the end it last read the log whole to, is 0): every record in it was appended by boots
+      # running now, from files they just loaded, so the evictor could drop none of them and a
+      # sweep would copy the log as it is (a cold boot's whole cache). The store then records
+      # its end as +swept+ (kept in the hint) and growth counts from there.
+      #: (LogFile, KeyMap, Integer, Integer, Integer) -> Symbol?
+      def due(file, map, log_end, swept, judged_below)
         garbage = map.garbage_bytes + map.corrupt_bytes
-        return true if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > log_end
+        return :compact if garbage > AUTO_COMPACT_MIN_GARBAGE && garbage * 2 > log_end
 
         base, id = file.header
-        return true unless id
-        return false unless @evictor
+        return :compact unless id
+        return nil unless @evictor
+        return :mark if judged_below.zero?
 
-        log_end - base > SWEEP_MIN_GROWTH && log_end * 2 > base * 3
+        base = swept if swept > base
+        :compact if log_end - base > SWEEP_MIN_GROWTH && log_end * 2 > base * 3
       end
 
       # Rewrites +old+ (locked, +size+ bytes long) with its live records, leaving out those

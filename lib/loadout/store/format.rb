@@ -39,7 +39,7 @@ module Loadout
       HINT_MAGIC = "LOHINT\x00\x02".b.freeze
       HINT_HEADER = 112
       # After the magic: log id, dev, ino, covered end, last record's offset, hdr crc and body crc,
-      # count, zero, then the five KeyMap counters.
+      # count, swept (KiB, Compaction#due), then the five KeyMap counters.
       HINT_FIELDS = "a16Q<Q<Q<Q<VVVVQ<Q<Q<Q<Q<"
       # Key of the meta record that opens every store file. Its value: the file's size right after
       # its first write or the compaction that made it (u64), then the log id (16 random bytes,

@@ -32,37 +32,40 @@ module Loadout
 
       attr_reader :name
 
-      # [KeyMap, covered end, offset of the last covered record] from a hint that names +file+,
-      # or nil. A hint that fails the trust rule raises Trust::Refused: the store refuses the
-      # whole cache.
-      #: (LogFile) -> [KeyMap, Integer, Integer]?
+      # [KeyMap, covered end, offset of the last covered record, swept end] from a hint that names
+      # +file+, or nil. The swept end (0: unknown) is where the log needed no sweep when the hint
+      # was written (Compaction#due), in whole KiB. A hint that fails the trust rule raises
+      # Trust::Refused: the store refuses the whole cache.
+      #: (LogFile) -> [KeyMap, Integer, Integer, Integer]?
       def load(file)
         data = @dir.read(@name) or return nil
         fields, table = Format.hint_table(data)
         return nil unless fields
 
-        id, dev, ino, covered, last_off, last_hcrc, last_bcrc, *counters = fields
+        id, dev, ino, covered, last_off, last_hcrc, last_bcrc, *counters, swept_kib = fields
         size = file.size
         return nil unless covered <= size && id == file.id
         return nil unless (dev == file.dev && ino == file.ino) || covered == size
         return nil unless ends_at?(file, last_off, covered, last_hcrc, last_bcrc)
 
-        [KeyMap.new({}, counters, base: table), covered, last_off]
+        swept = swept_kib << 10
+        [KeyMap.new({}, counters, base: table), covered, last_off, swept <= covered ? swept : 0]
       rescue SystemCallError, IOError
         nil
       end
 
       # Writes the hint for +map+, which covers file bytes [0, covered), the last covered record
-      # starting at +last_off+. Returns true when it did; a failure only costs the next open a
-      # scan. Nothing is written for a file without a log id (an older loadout's) or when the
-      # log does not confirm the record.
-      #: (LogFile, KeyMap, Integer, Integer) -> bool
-      def write(file, map, covered, last_off)
+      # starting at +last_off+, the log needing no sweep up to +swept+ (0: unknown). Returns true
+      # when it did; a failure only costs the next open a scan. Nothing is written for a file
+      # without a log id (an older loadout's) or when the log does not confirm the record.
+      #: (LogFile, KeyMap, Integer, Integer, ?Integer) -> bool
+      def write(file, map, covered, last_off, swept = 0)
         id = file.id or return false
         head = last_off >= 0 && Format.record_header(file.pread(Format::HEADER, last_off))
         return false unless head && last_off + head[0] == covered
 
-        @dir.write_atomically(@name, build(file, id, map, covered, last_off, head[1], head[2]))
+        swept_kib = [swept, covered].min >> 10
+        @dir.write_atomically(@name, build(file, id, map, covered, last_off, head[1], head[2], swept_kib))
       rescue SystemCallError, IOError
         false
       end
@@ -74,10 +77,10 @@ module Loadout
         !head.nil? && last_off + head[0] == covered && head[1] == hcrc && head[2] == bcrc
       end
 
-      def build(file, id, map, covered, last_off, hcrc, bcrc)
+      def build(file, id, map, covered, last_off, hcrc, bcrc, swept_kib)
         entries, count = native_entries(map) || ruby_entries(map)
         buf = String.new(Format::HINT_MAGIC, capacity: Format::HINT_HEADER + entries.bytesize + 4)
-        fields = [id, file.dev, file.ino, covered, last_off, hcrc, bcrc, count, 0, *map.counters]
+        fields = [id, file.dev, file.ino, covered, last_off, hcrc, bcrc, count, swept_kib, *map.counters]
         buf << fields.pack(Format::HINT_FIELDS)
         buf << entries
         buf << [Format.crc32c(buf)].pack("V")

@@ -16,8 +16,9 @@ module Loadout
     # covers, where the last record before that end starts (-1: none), the end of what the hint
     # covered (-1: no hint matched), whether a record of a newer format version (+newer+) or no
     # valid record at all (+foreign+: not a store file) was found, and (from Opener#open) whether
-    # the file or its hint failed the trust rule (+refused+: nothing read).
-    LogState = Struct.new(:file, :map, :end, :last, :hint_end, :newer, :foreign, :refused)
+    # the file or its hint failed the trust rule (+refused+: nothing read), and where the hint
+    # says the log needed no sweep (+swept+, Compaction#due; nil or 0: unknown).
+    LogState = Struct.new(:file, :map, :end, :last, :hint_end, :newer, :foreign, :refused, :swept)
 
     # Opening: the store's directory (creating it), the file in it, then the key map from the hint
     # plus a scan of what follows it, or a scan of the whole log. Used again under the append lock
@@ -80,10 +81,10 @@ module Loadout
       # it all.
       #: (LogFile) -> LogState
       def load(file)
-        map, covered, last = @hint.load(file)
+        map, covered, last, swept = @hint.load(file)
         return scan(file) unless map
 
-        state = LogState.new(file, map, covered, last, covered)
+        state = LogState.new(file, map, covered, last, covered, nil, nil, nil, swept)
         size = file.size
         return state unless size > covered
 

@@ -38,7 +38,7 @@ module Loadout
         return nil if n < HINT_HEADER + 4 || buf.byteslice(0, 8) != HINT_MAGIC
         return nil unless CRC32C.crc32c(buf.byteslice(0, n - 4)) == buf.byteslice(n - 4, 4).unpack1("V")
 
-        id, dev, ino, covered, last_off, last_hcrc, last_bcrc, count, _zero, *stats =
+        id, dev, ino, covered, last_off, last_hcrc, last_bcrc, count, swept, *stats =
           buf.byteslice(8, HINT_HEADER - 8).unpack(HINT_FIELDS)
         index = {}
         pos = HINT_HEADER
@@ -54,7 +54,7 @@ module Loadout
         end
         return nil unless pos == last
 
-        [[id, dev, ino, covered, last_off, last_hcrc, last_bcrc, *stats], index]
+        [[id, dev, ino, covered, last_off, last_hcrc, last_bcrc, *stats, swept], index]
       end
 
       # :ok, :newer or :bad for the 20-byte header at pos (the Ruby twin of store.c header_ok).
