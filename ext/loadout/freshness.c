@@ -33,17 +33,24 @@ put64(unsigned char *p, uint64_t v)
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Whether the stat fields at rec were verified within racy_ns (>= 0) of their ctime: such fields
+ * never vouch (see vouches), whatever the file's stat says now. */
+static int
+self_racy(const unsigned char *rec, int64_t racy_ns)
+{
+    int64_t ctime = (int64_t)get64(rec + CE_CTIME), verified = (int64_t)get64(rec + CE_VERIFIED);
+    return verified < ctime || (uint64_t)verified - (uint64_t)ctime < (uint64_t)racy_ns;
+}
+
 /* Whether the stat fields at rec (an entry or a stat record: same offsets) describe the file
  * id now, verified at least racy_ns (>= 0) after that ctime. */
 static int
 vouches(const unsigned char *rec, const lo_file_id *id, int64_t racy_ns)
 {
-    int64_t ctime = (int64_t)get64(rec + CE_CTIME), verified = (int64_t)get64(rec + CE_VERIFIED);
     if (id->size != (int64_t)get64(rec + CE_SIZE) || id->mtime_ns != (int64_t)get64(rec + CE_MTIME) ||
-        id->ctime_ns != ctime)
+        id->ctime_ns != (int64_t)get64(rec + CE_CTIME))
         return 0;
-    /* verified - ctime >= racy_ns, without overflowing (racy_ns >= 0, so verified < ctime fails) */
-    if (verified < ctime || (uint64_t)verified - (uint64_t)ctime < (uint64_t)racy_ns) return 0;
+    if (self_racy(rec, racy_ns)) return 0;
     return id->ino == get64(rec + CE_INO) && id->dev == get64(rec + CE_DEV);
 }
 
@@ -82,6 +89,12 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
 
     if (racy_ns < 0) { /* trusted: no stat */
         settle(e, verbose, LO_FRESH_BY_STAT, out);
+        return;
+    }
+    if (!rec && self_racy(e, racy_ns)) {
+        /* Verified within the racy window of its ctime (a first boot right after a checkout): the
+         * entry never vouches by itself, so its stat record decides, with the one stat taken then. */
+        out->verdict = LO_FRESH_UNVOUCHED;
         return;
     }
     lo_file_id id;

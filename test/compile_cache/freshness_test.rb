@@ -237,6 +237,16 @@ class CompileCacheFreshnessTest < Minitest::Test
     end
   end
 
+  test "an entry only its stat record can vouch for asks for the record before any stat" do
+    with_entry do |path, blob|
+      File.delete(path) # a stat now would answer :missing
+      # Verified 10 s after its ctime: within a 20 s window it never vouches by itself.
+      assert_equal :unvouched, judged(blob, path, racy: 20_000_000_000).verdict
+      assert_equal :missing, judged(blob, path, racy: 20_000_000_000, record: "").verdict, "the record path stats"
+      assert_equal :missing, judged(blob, path, racy: 2_000_000_000).verdict, "outside the window: the stat first"
+    end
+  end
+
   test "negative entries say so with their reason; -w-flagged ones only under -w" do
     with_entry(flags: Entry::NEGATIVE) do |path, blob|
       assert_equal [:negative, false, PAYLOAD], judged(blob, path).to_a[0, 3]

@@ -59,7 +59,9 @@ module Loadout
       class << self
         # The verdict on +blob+ (an entry's bytes, a String the caller owns) for +path+. +record+:
         # nil when the stat record was not looked up, else its bytes ("" when there is none),
-        # replaced by the new record when the content is revalidated. With +revalidate+ false a
+        # replaced by the new record when the content is revalidated. UNVOUCHED (only without a
+        # record): look the record up and ask again; an entry verified within the racy window of
+        # its ctime gets it without a stat, since only the record can vouch for it. With +revalidate+ false a
         # file no stat vouches for is STALE without being read. +version+: the entry format
         # accepted. nil for arguments it does not take.
         #: (String, String, Integer, bool, bool, String?, ?Integer) -> Integer?
@@ -112,6 +114,9 @@ module Loadout
           entry = @entry.load(blob, version, check_payload: false) or return CORRUPT
           here = entry.compiled_at?(path)
           return settle(blob, entry, verbose, FRESH, !here) if racy_ns.negative?
+
+          # Verified within the racy window of its ctime: only the stat record can vouch.
+          return UNVOUCHED if record.nil? && entry.verified - entry.ctime < racy_ns
 
           id = identity(path) or return MISSING
           return settle(blob, entry, verbose, FRESH, !here) if vouches?(id, entry, racy_ns)
