@@ -197,7 +197,7 @@ class EvictionTest < Minitest::Test
       # What a process that found the log empty appended (a cold boot's whole log) is live by
       # construction: no sweep copies it, the hint records the log as swept to its end.
       first = Format.read_header(File.binread(path, Format::FILE_HEADER_SIZE))[0]
-      assert_operator first, :<, 2048, "400 KiB appended past a tiny first write, by the process that began the log: not copied"
+      assert_operator first, :<, 2048, "400 KiB appended past a tiny first write by the process that began the log"
       assert_empty calls
       grown = File.size(path)
       Loadout::Store.open(path) do |s|
