@@ -94,7 +94,7 @@ int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, siz
  *   0 "LOHINT\0\2"  8 log id (16 bytes, from the log's file header)  24 dev u64  32 ino u64
  *   40 covered_end u64  48 last_off u64 (where the record that ends at covered_end starts)
  *   56 that record's hdr crc u32  60 its body crc u32  64 count u32
- *   68 swept u32 (KiB: the log up to there needs no sweep, see Store::Compaction#due?; 0: unknown)
+ *   68 swept u32 (KiB: the log up to there needs no sweep, see Store::Compaction#due; 0: unknown)
  *   72 live_bytes  80 garbage_bytes  88 garbage_records  96 corrupt_records  104 corrupt_bytes (u64 each)
  *   112 entries: off u64, reclen u32, klen u32, key ... ; then crc32c of everything before it (u32)
  * The store accepts it only for the log it names (lib/loadout/store/hint.rb): same log id, the

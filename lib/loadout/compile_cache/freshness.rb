@@ -61,9 +61,9 @@ module Loadout
         # nil when the stat record was not looked up, else its bytes ("" when there is none),
         # replaced by the new record when the content is revalidated. UNVOUCHED (only without a
         # record): look the record up and ask again; an entry verified within the racy window of
-        # its ctime gets it without a stat, since only the record can vouch for it. With +revalidate+ false a
-        # file no stat vouches for is STALE without being read. +version+: the entry format
-        # accepted. nil for arguments it does not take.
+        # its ctime gets it without a stat, since only the record can vouch for it. With
+        # +revalidate+ false a file no stat vouches for is STALE without being read. +version+:
+        # the entry format accepted. nil for arguments it does not take.
         #: (String, String, Integer, bool, bool, String?, ?Integer) -> Integer?
         def judge(blob, path, racy_ns, verbose, revalidate, record, version = @version)
           native = @native
