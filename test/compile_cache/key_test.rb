@@ -64,5 +64,19 @@ class CompileCacheKeyTest < Minitest::Test
 
   test "stat records live under their own prefix" do
     assert_equal "cc/s/i/v/~/a.rb", Key.stat_key("cc/i/v/~/a.rb")
+    key = "cc/i/v/~/caf\u00e9.rb".b.freeze
+    stat = Key.stat_key(key)
+    assert_equal "cc/s/i/v/~/caf\u00e9.rb".b, stat
+    assert_equal Encoding::BINARY, stat.encoding
+    refute stat.frozen?
+  end
+
+  test "a stat record's key is one new String (the stat-record path builds one per file)" do
+    skip "no allocation counter on #{RUBY_ENGINE}" unless RUBY_ENGINE == "ruby"
+    key = "cc/i/3d96ea7937db6d5c/~/app/controllers/#{"x" * 40}.rb".b
+    Key.stat_key(key)
+    before = GC.stat(:total_allocated_objects)
+    100.times { Key.stat_key(key) }
+    assert_equal 1, (GC.stat(:total_allocated_objects) - before) / 100
   end
 end

@@ -121,11 +121,14 @@ module Loadout
         slash ? dir_info(path, slash)[1] : false
       end
 
-      # The key of the small stat record that belongs to the entry at +key+. Literals stand for
-      # STAT_PREFIX, PREFIX's length and Encoding::BINARY (hot path: see ARCHITECTURE.md); tagged
-      # binary here, once, as the store would copy a key that is not.
+      # The key of the small stat record that belongs to the entry at +key+: STAT_PREFIX in place
+      # of PREFIX ("s/" after its 3 bytes, literals: hot path, see ARCHITECTURE.md). One new
+      # String, binary (the store would copy a key that is not); a boot after a checkout builds
+      # one per file.
       def self.stat_key(key) #: (String) -> String
-        "cc/s/#{key.byteslice(3, key.bytesize - 3)}".force_encoding("ASCII-8BIT")
+        stat = key.b
+        stat[3, 0] = "s/"
+        stat
       end
 
       private
