@@ -18,6 +18,12 @@ class CompileCacheKeyTest < Minitest::Test
     assert_equal "cc/i/#{@v}/json-2.6.1/lib/json.rb",
                  @key.for("i", @v, "/usr/lib/ruby/gems/3.1.0/gems/json-2.6.1/lib/json.rb")
     assert_equal Encoding::BINARY, @key.for("i", @v, "/app/lib/é.rb").encoding
+    # Multibyte characters before the last slash: the directory is cut out by its bytes.
+    assert_equal "cc/i/#{@v}/~/café/x.rb".b, @key.for("i", @v, "/app/café/x.rb")
+    assert_equal "cc/i/#{@v}/~/café/é/z.rb".b, @key.for("i", @v, "/app/café/é/z.rb")
+    assert_equal "cc/i/#{@v}/~/café/x.rb".b, @key.for("i", @v, "/app/café/x.rb".b)
+    assert_equal "cc/i/#{@v}/~/".b, @key.for("i", @v, "/app/")
+    assert_equal "cc/i/#{@v}//".b, @key.for("i", @v, "/")
   end
 
   test "consecutive paths in similar directories get the keys a fresh Key gives each" do
@@ -25,7 +31,9 @@ class CompileCacheKeyTest < Minitest::Test
     paths = ["/app/lib/a.rb", "/app/lib/b.rb", "/app/lia/c.rb", "/app/lib/d.rb", "/app/lib/x/e.rb", "/app/lib/f.rb",
              "/x.rb", "/y.rb", "/app/l.rb", "/gems/rack-3.0.8/lib/rack.rb", "/gems/rack-3.0.8/lic/rack.rb",
              "/app/lib/é.rb", "/app/lib/é.rb".b, "/app/lib/a.rb", "/usr/lib/ruby/3.1.0/set.rb",
-             "/usr/lib/ruby/3.1.0/set.rb", "/usr/lib/ruby/3.1.1/set.rb", "/tmp/a.rb", "/tmp/b.rb", "rel.rb"]
+             "/usr/lib/ruby/3.1.0/set.rb", "/usr/lib/ruby/3.1.1/set.rb", "/tmp/a.rb", "/tmp/b.rb", "rel.rb",
+             "/app/caf\u00e9/x.rb", "/app/caf\u00e9/y.rb", "/app/caf\u00e9/\u00e9/z.rb", "/app/caf\u00e9/x.rb".b,
+             "/", "/app/"]
     paths.each do |path|
       assert_equal Key.new(roots).for("i", @v, path), @key.for("i", @v, path), path.inspect
       assert_equal Key.new(roots).stable?(path), @key.stable?(path), path.inspect
@@ -69,6 +77,17 @@ class CompileCacheKeyTest < Minitest::Test
     assert_equal "cc/s/i/v/~/caf\u00e9.rb".b, stat
     assert_equal Encoding::BINARY, stat.encoding
     refute stat.frozen?
+  end
+
+  test "an entry's key is one new String (a warm boot builds one per file)" do
+    skip "no allocation counter on #{RUBY_ENGINE}" unless RUBY_ENGINE == "ruby"
+    paths = ["/app/lib/a.rb", "/app/lib/b.rb", "/gems/rack-3.0.8/lib/rack/#{"x" * 40}.rb", "/usr/x.rb"]
+    paths.each do |path|
+      @key.for("i", @v, path)
+      before = GC.stat(:total_allocated_objects)
+      100.times { @key.for("i", @v, path) }
+      assert_equal 1, (GC.stat(:total_allocated_objects) - before) / 100, path
+    end
   end
 
   test "a stat record's key is one new String (the stat-record path builds one per file)" do

@@ -72,13 +72,19 @@ module Loadout
       def for(kind_letter, variant, path)
         slash = path.rindex("/")
         prefix = slash && dir_info(path, slash)[0]
-        # "cc/" is PREFIX, spelled out; path[slash, n] rather than path[slash..] saves a Range.
-        key = if prefix
-                "cc/#{kind_letter}/#{variant}/#{prefix}#{path[slash, path.length - slash]}"
-              else
-                "cc/#{kind_letter}/#{variant}/#{path}"
-              end
-        key.force_encoding(@binary) # the store's keys are bytes; a fresh String, safe to retag
+        # "cc/" is PREFIX, spelled out. The store's keys are bytes: a fresh String, safe to retag.
+        return "cc/#{kind_letter}/#{variant}/#{path}".force_encoding(@binary) unless prefix
+        unless path.ascii_only? # (path[slash, n] rather than path[slash..] saves a Range)
+          return "cc/#{kind_letter}/#{variant}/#{prefix}#{path[slash, path.length - slash]}".force_encoding(@binary)
+        end
+
+        # One new String per file (a warm boot makes one per file it loads): the path is appended
+        # whole and its directory cut out again (+slash+ counts bytes in an ASCII path).
+        key = "cc/#{kind_letter}/#{variant}/#{prefix}"
+        at = key.bytesize
+        (key << path).force_encoding(@binary)
+        key[at, slash] = ""
+        key
       end
 
       # The "seen" records of the variants this process used: { key => "<day>\n<root>\n..." }.
