@@ -162,7 +162,10 @@ def env_for(mode, bs, dev)
     env.merge!("BENCH_FLOOR_PHASE" => layers, "BENCH_FLOOR_LIB" => File.join(__dir__, "support/boot_floor.rb"),
                "BENCH_CACHE" => FLOOR_FILE)
   end
-  env["GEM_PATH"] = bs[:gem_path] if tool == "bootsnap" && bs
+  # Every tool boots with the GEM_PATH Bootsnap needs (its bundle's gem dir first): RubyGems
+  # reads every spec on that path when a require raises LoadError (Gem.try_activate), so a
+  # shorter path for some tools would make their boots cheaper for a reason that is not theirs.
+  env["GEM_PATH"] = bs[:gem_path] if bs
   env
 end
 
