@@ -40,6 +40,7 @@ module Loadout
     end
 
     @table = nil
+    @data = nil # the self cache file's bytes while setup runs (the table says where each entry is)
     @served = 0
     @revalidated = 0
     @hooked = false
@@ -64,11 +65,11 @@ module Loadout
         table = @table or return nil
         return nil unless path.start_with?(LIB_PREFIX)
 
-        unless (entry = table[path.byteslice(LIB_PREFIX.bytesize, path.bytesize - LIB_PREFIX.bytesize)])
+        unless (at = table[path.byteslice(LIB_PREFIX.bytesize, path.bytesize - LIB_PREFIX.bytesize)])
           @stale = true
           return nil
         end
-        blob = entry.dup # the judge cuts its argument down to the payload; the table keeps the entry
+        blob = entry_at(at) # the judge cuts its argument down to the payload
         # (The entry's own version is accepted: the file's name carries loadout's version.)
         # Freshness's verdicts, as literals (the low four bits): 5 FRESH, 6 FRESH_BY_RECORD and
         # 7 REVALIDATED serve; bit 16 MOVED (made at another path: blob is left whole, the binary
@@ -78,9 +79,10 @@ module Loadout
         verdict = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, true, record)
         kind = verdict & 15
         iseq = if kind == 5 && verdict & 16 == 0
-                 RubyVM::InstructionSequence.load_from_binary(blob)
+                 RubyVM::InstructionSequence.load_from_binary(blob).tap { blob.clear } # (freed now: the next file's
+                 # entry reuses its memory instead of touching new pages)
                elsif kind >= 5 && kind <= 7
-                 served_by_digest(path, entry, verdict & 16 == 0 ? blob : nil, verdict & 32 == 0 ? nil : record)
+                 served_by_digest(path, at, verdict & 16 == 0 ? blob : nil, verdict & 32 == 0 ? nil : record)
                end
         if iseq
           @served += 1
@@ -122,9 +124,10 @@ module Loadout
         MAGIC.b + [Native.store_crc32c(body, 0), entries.size].pack("L<L<") + body
       end
 
-      # { path under the lib dir => entry } from the bytes of a self cache file; nil when they are
-      # not intact.
-      def parse(data) #: (String) -> Hash[String, String]?
+      # { path under the lib dir => where its entry is in +data+ (offset << 32 | length) } from
+      # the bytes of a self cache file; nil when they are not intact. Positions, not copies: each
+      # entry is cut out of the file's bytes once, when its file is loaded (#entry_at).
+      def parse(data) #: (String) -> Hash[String, Integer]?
         return nil unless data.start_with?(MAGIC) && data.bytesize >= 16
 
         crc, count = data.unpack("L<L<", offset: 8)
@@ -138,7 +141,7 @@ module Loadout
           return nil unless len && at + 8 + path_len + len <= body.bytesize
 
           path = body.byteslice(at + 8, path_len).force_encoding(Encoding::UTF_8)
-          table[path] = body.byteslice(at + 8 + path_len, len).freeze
+          table[path] = (16 + at + 8 + path_len) << 32 | len
           at += 8 + path_len + len
         end
         at == body.bytesize ? table : nil
@@ -159,7 +162,8 @@ module Loadout
       # with the paths it was compiled at replaced by this file's, remembered for the rewrite at
       # exit. nil when it cannot be moved (a source that spells out its own path, or a path that
       # was its own realpath and now is reached through a link): Ruby compiles it.
-      def served_by_digest(path, entry, payload, record)
+      def served_by_digest(path, at, payload, record)
+        entry = entry_at(at).freeze # whole (the judge may have cut the other copy down to its payload)
         binary = payload || relocate(entry, path)
         return nil unless binary
 
@@ -168,6 +172,11 @@ module Loadout
         @stale = true
         @refreshed[path] = [entry, binary, record] if record
         iseq
+      end
+
+      # A new String with the entry at +at+ (see #parse) in the file read at start.
+      def entry_at(at)
+        @data.byteslice(at >> 32, at & 0xffff_ffff)
       end
 
       def relocate(blob, path)
@@ -204,7 +213,7 @@ module Loadout
       end
 
       def start(config)
-        @table = nil
+        @table = @data = nil
         return unless BACKEND == :native && config.compile_cache.include?(:iseq)
         return if defined?(::Coverage) && ::Coverage.respond_to?(:running?) && ::Coverage.running?
 
@@ -233,6 +242,7 @@ module Loadout
           data = nil # unreadable: Ruby compiles
         end
         @table = (data && parse(data)) || {}
+        @data = data
         @stale = @table.empty?
         @refreshed = {}
         @loaded_before = $LOADED_FEATURES.size
@@ -254,7 +264,7 @@ module Loadout
       def stop(config)
         return unless @table
 
-        @table = nil
+        @table = @data = nil
         return unless @stale && !config.readonly
 
         # Only a compile cache that did load and install (never an autoload that failed to load).
