@@ -39,6 +39,7 @@ write_noop_makefile("#{RUBY_ENGINE} is not CRuby") unless RUBY_ENGINE == "ruby"
 end
 have_func("fdatasync", "unistd.h") # fsync otherwise
 have_func("posix_fadvise", "fcntl.h")
+have_func("preadv", "sys/uio.h") # a store read puts the value straight into its String
 # Nanosecond file times (stat_time.h): st_mtim on Linux and the BSDs, st_mtimespec on macOS.
 have_struct_member("struct stat", "st_mtim", "sys/stat.h") ||
   have_struct_member("struct stat", "st_mtimespec", "sys/stat.h")

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Entry layout offsets (lib/loadout/compile_cache/entry.rb, Entry::LAYOUT). */
+/* An entry is its payload, its path, its realpath, then its head of CE_HEAD bytes; offsets are
+ * within the head (lib/loadout/compile_cache/entry.rb, Entry::LAYOUT). */
 enum { CE_HEAD = 80, CE_VERSION = 4, CE_FLAGS = 5, CE_SIZE = 8, CE_MTIME = 16, CE_CTIME = 24, CE_VERIFIED = 32,
        CE_INO = 40, CE_DEV = 48, CE_DIGEST = 56, CE_PAYLOAD_DIGEST = 64, CE_PAYLOAD_LEN = 72, CE_PATH_LEN = 76,
        CE_REALPATH_LEN = 78 };
@@ -54,12 +55,13 @@ vouches(const unsigned char *rec, const lo_file_id *id, int64_t racy_ns)
     return id->ino == get64(rec + CE_INO) && id->dev == get64(rec + CE_DEV);
 }
 
-/* The verdict for a file whose freshness is settled: the payload's digest, then the flags. */
+/* The verdict for a file whose freshness is settled: the payload's digest (the payload starts
+ * the entry e), then the flags in its head h. */
 static void
-settle(const unsigned char *e, int verbose, lo_fresh_verdict fresh, lo_fresh_result *out)
+settle(const unsigned char *e, const unsigned char *h, int verbose, lo_fresh_verdict fresh, lo_fresh_result *out)
 {
-    unsigned flags = e[CE_FLAGS];
-    if (lo_xxh64(e + out->payload_off, out->payload_len, 0) != get64(e + CE_PAYLOAD_DIGEST)) {
+    unsigned flags = h[CE_FLAGS];
+    if (lo_xxh64(e, out->payload_len, 0) != get64(h + CE_PAYLOAD_DIGEST)) {
         out->verdict = LO_FRESH_CORRUPT;
     } else if (flags & CE_NEGATIVE) {
         out->verdict = LO_FRESH_NEGATIVE;
@@ -76,22 +78,22 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
 {
     memset(out, 0, sizeof(*out));
     out->verdict = LO_FRESH_CORRUPT;
-    if (n < CE_HEAD || memcmp(e, "LOce", 4) != 0 || e[CE_VERSION] != version) return;
-    size_t path_len = get16(e + CE_PATH_LEN), realpath_len = get16(e + CE_REALPATH_LEN);
-    size_t len = (size_t)(e[CE_PAYLOAD_LEN] | e[CE_PAYLOAD_LEN + 1] << 8 | e[CE_PAYLOAD_LEN + 2] << 16 |
-                          (uint32_t)e[CE_PAYLOAD_LEN + 3] << 24);
-    size_t at = CE_HEAD + path_len + realpath_len;
-    if (at > n || len != n - at) return;
-    out->payload_off = at;
+    if (n < CE_HEAD) return;
+    const unsigned char *h = e + n - CE_HEAD;
+    if (memcmp(h, "LOce", 4) != 0 || h[CE_VERSION] != version) return;
+    size_t path_len = get16(h + CE_PATH_LEN), realpath_len = get16(h + CE_REALPATH_LEN);
+    size_t len = (size_t)(h[CE_PAYLOAD_LEN] | h[CE_PAYLOAD_LEN + 1] << 8 | h[CE_PAYLOAD_LEN + 2] << 16 |
+                          (uint32_t)h[CE_PAYLOAD_LEN + 3] << 24);
+    if (len + path_len + realpath_len != n - CE_HEAD) return;
     out->payload_len = len;
-    int here = path_len == plen && memcmp(e + CE_HEAD, path, plen) == 0;
+    int here = path_len == plen && memcmp(e + len, path, plen) == 0;
     out->moved = !here;
 
     if (racy_ns < 0) { /* trusted: no stat */
-        settle(e, verbose, LO_FRESH_BY_STAT, out);
+        settle(e, h, verbose, LO_FRESH_BY_STAT, out);
         return;
     }
-    if (!rec && self_racy(e, racy_ns)) {
+    if (!rec && self_racy(h, racy_ns)) {
         /* Verified within the racy window of its ctime (a first boot right after a checkout): the
          * entry never vouches by itself, so its stat record decides, with the one stat taken then. */
         out->verdict = LO_FRESH_UNVOUCHED;
@@ -102,19 +104,19 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
         out->verdict = LO_FRESH_MISSING;
         return;
     }
-    if (vouches(e, &id, racy_ns)) {
-        settle(e, verbose, LO_FRESH_BY_STAT, out);
+    if (vouches(h, &id, racy_ns)) {
+        settle(e, h, verbose, LO_FRESH_BY_STAT, out);
         return;
     }
     out->verdict = LO_FRESH_STALE;
-    if (id.size != (int64_t)get64(e + CE_SIZE)) return; /* no record or digest can vouch for other bytes */
+    if (id.size != (int64_t)get64(h + CE_SIZE)) return; /* no record or digest can vouch for other bytes */
     if (!rec) {
         out->verdict = LO_FRESH_UNVOUCHED;
         return;
     }
     if (rec_len == LO_FRESH_RECORD_SIZE && memcmp(rec, "LOcs", 4) == 0 && rec[CE_VERSION] == version &&
-        get64(rec + CE_DIGEST) == get64(e + CE_DIGEST) && vouches(rec, &id, racy_ns)) {
-        settle(e, verbose, LO_FRESH_BY_RECORD, out);
+        get64(rec + CE_DIGEST) == get64(h + CE_DIGEST) && vouches(rec, &id, racy_ns)) {
+        settle(e, h, verbose, LO_FRESH_BY_RECORD, out);
         return;
     }
     if (!revalidate) return;
@@ -127,7 +129,7 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
         out->verdict = LO_FRESH_MISSING;
         return;
     }
-    if (digest != get64(e + CE_DIGEST)) return;
+    if (digest != get64(h + CE_DIGEST)) return;
 
     unsigned char *r = out->new_record;
     memcpy(r, "LOcs", 4);
@@ -140,6 +142,6 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
     put64(r + CE_DEV, id.dev);
     put64(r + CE_DIGEST, digest);
     out->has_record = 1;
-    out->moved = !here || id.ino != get64(e + CE_INO) || id.dev != get64(e + CE_DEV);
-    settle(e, verbose, LO_FRESH_REVALIDATED, out);
+    out->moved = !here || id.ino != get64(h + CE_INO) || id.dev != get64(h + CE_DEV);
+    settle(e, h, verbose, LO_FRESH_REVALIDATED, out);
 }

@@ -48,7 +48,7 @@ typedef struct {
     lo_fresh_verdict verdict;
     int moved;
     int has_record; /* new_record holds a stat record to append (content revalidated) */
-    size_t payload_off, payload_len;
+    size_t payload_len; /* the payload starts the entry */
     unsigned char new_record[LO_FRESH_RECORD_SIZE];
 } lo_fresh_result;
 

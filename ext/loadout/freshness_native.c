@@ -15,8 +15,8 @@
  *
  * +entry+ is a String the caller owns (not frozen): when the verdict serves its payload at this
  * very place (fresh, by record or revalidated, not moved) or is NEGATIVE (the payload is the
- * reason), it is cut down to the payload in place, moved to its front (no new object, no copy of
- * it); otherwise it is left whole. nil for arguments it does not take (the Ruby twin checks
+ * reason), it is cut down to the payload in place: the payload starts an entry, so only its length
+ * changes (no new object, no copy); otherwise it is left whole. nil for arguments it does not take (the Ruby twin checks
  * them first). Twin: Loadout::CompileCache::Freshness.judge.
  */
 #include "loadout.h"
@@ -57,8 +57,6 @@ native_cc_judge(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_n
     int served = r.verdict == LO_FRESH_BY_STAT || r.verdict == LO_FRESH_BY_RECORD || r.verdict == LO_FRESH_REVALIDATED;
     if ((served && !r.moved) || r.verdict == LO_FRESH_NEGATIVE) {
         rb_str_modify(entry); /* a String shared with another would be copied first, never changed under it */
-        char *b = RSTRING_PTR(entry);
-        memmove(b, b + r.payload_off, r.payload_len);
         rb_str_set_len(entry, (long)r.payload_len);
     }
     return INT2FIX((int)r.verdict | (served && r.moved ? MOVED : 0) | (recorded ? RECORDED : 0));

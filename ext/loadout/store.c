@@ -139,6 +139,19 @@ lo_store_verify(const unsigned char *rec, size_t n, const char *key, size_t klen
     return (int64_t)(n - LO_STORE_HEADER - klen);
 }
 
+int64_t
+lo_store_verify_split(const unsigned char *head, size_t head_n, const unsigned char *val, size_t vlen, const char *key,
+                      size_t klen)
+{
+    uint64_t total;
+    if (head_n != LO_STORE_HEADER + klen || header_ok(head, &total) != HDR_OK) return -1;
+    if (total != head_n + vlen || head[3] != LO_STORE_PUT || get32(head + 4) != klen) return -1;
+    if (memcmp(head + LO_STORE_HEADER, key, klen) != 0) return -1;
+    uint32_t crc = lo_crc32c(get32(head + 12), head + LO_STORE_HEADER, klen);
+    if (lo_crc32c(crc, val, vlen) != get32(head + 16)) return -1;
+    return (int64_t)vlen;
+}
+
 static const unsigned char hint_magic[8] = { 'L', 'O', 'H', 'I', 'N', 'T', 0, 2 };
 
 int

@@ -88,6 +88,10 @@ int lo_store_locatable(uint64_t off, uint64_t reclen);
  * Returns the value length and sets *voff, or -1 when anything is wrong.
  */
 int64_t lo_store_verify(const unsigned char *rec, size_t n, const char *key, size_t klen, size_t *voff);
+/* lo_store_verify for a record read in two parts: its header and key (head, head_n bytes: exactly
+ * LO_STORE_HEADER + klen) and its value (val, vlen bytes). Returns vlen, or -1. */
+int64_t lo_store_verify_split(const unsigned char *head, size_t head_n, const unsigned char *val, size_t vlen,
+                              const char *key, size_t klen);
 
 /*
  * Hint file (all little-endian):

@@ -11,6 +11,9 @@
 #include "ruby/encoding.h"
 #include <errno.h>
 #include <unistd.h>
+#ifdef HAVE_PREADV
+#include <sys/uio.h>
+#endif
 #include <string.h>
 
 static uint32_t
@@ -125,11 +128,47 @@ lo_native_store_verify(VALUE self, VALUE rec, VALUE key)
     return rb_str_new(RSTRING_PTR(rec) + voff, (long)vlen);
 }
 
+/* The bytes at [off, off + alen + blen) of f into a, then b: preadv, again after a short read
+ * (EINTR too). Returns how many were read (fewer at EOF), or -1 with errno set. */
+#ifdef HAVE_PREADV
+static long
+pread_split(int f, off_t off, unsigned char *a, long alen, char *b, long blen)
+{
+    long got = 0, total = alen + blen;
+    while (got < total) {
+        struct iovec iov[2];
+        int n = 0;
+        if (got < alen) {
+            iov[n].iov_base = a + got;
+            iov[n++].iov_len = (size_t)(alen - got);
+            iov[n].iov_base = b;
+            iov[n++].iov_len = (size_t)blen;
+        } else {
+            iov[n].iov_base = b + (got - alen);
+            iov[n++].iov_len = (size_t)(total - got);
+        }
+        ssize_t r = preadv(f, iov, n, off + got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) break;
+        got += r;
+    }
+    return got;
+}
+#endif
+
+/* Keys up to this long have their record's header and key read onto the stack (a split read). */
+#define SPLIT_HEAD_MAX 2048
+
 /*
  * Store#get's read: preads the record at packed (lo_store_pack: length and offset) from fd, checks it as
- * store_verify does, and returns the value in the String the record was read into (moved to its
- * front): one allocation per get instead of the record plus a copy of its value. nil when the
- * record is short (EOF) or fails a check; a read error raises. Twin: LogFile#read_value (Ruby).
+ * store_verify does, and returns its value in a new String: one allocation per get. Where preadv
+ * exists the record's header and key are read onto the stack and its value straight into the String
+ * (one system call, no copy); otherwise the whole record is read into the String and its value moved
+ * to the front. nil when the record is short (EOF) or fails a check; a read error raises. Twin:
+ * LogFile#read_value (Ruby).
  */
 static VALUE
 lo_native_store_read_value(VALUE self, VALUE fd, VALUE packed, VALUE key)
@@ -140,6 +179,23 @@ lo_native_store_read_value(VALUE self, VALUE fd, VALUE packed, VALUE key)
     long len = (long)(p >> LO_STORE_OFFSET_BITS);
     off_t off = (off_t)(p & LO_STORE_OFFSET_MASK);
     if (len <= 0) return Qnil;
+    long klen = RSTRING_LEN(key);
+#ifdef HAVE_PREADV
+    long head_n = LO_STORE_HEADER + klen;
+    if (head_n <= SPLIT_HEAD_MAX) {
+        if (len < head_n) return Qnil; /* not this key's record */
+        unsigned char head[SPLIT_HEAD_MAX];
+        long vlen = len - head_n;
+        VALUE val = rb_str_buf_new(vlen);
+        long got = pread_split(f, off, head, head_n, RSTRING_PTR(val), vlen);
+        if (got < 0) rb_sys_fail("store_read_value");
+        if (got < len || lo_store_verify_split(head, (size_t)head_n, (const unsigned char *)RSTRING_PTR(val),
+                                               (size_t)vlen, RSTRING_PTR(key), (size_t)klen) < 0)
+            return Qnil;
+        rb_str_set_len(val, vlen);
+        return val;
+    }
+#endif
     VALUE buf = rb_str_buf_new(len);
     char *ptr = RSTRING_PTR(buf);
     long got = 0;
@@ -153,7 +209,7 @@ lo_native_store_read_value(VALUE self, VALUE fd, VALUE packed, VALUE key)
         got += n;
     }
     size_t voff = 0;
-    int64_t vlen = lo_store_verify((const unsigned char *)ptr, (size_t)got, RSTRING_PTR(key), (size_t)RSTRING_LEN(key), &voff);
+    int64_t vlen = lo_store_verify((const unsigned char *)ptr, (size_t)got, RSTRING_PTR(key), (size_t)klen, &voff);
     if (vlen < 0) return Qnil;
     memmove(ptr, ptr + voff, (size_t)vlen);
     rb_str_set_len(buf, (long)vlen);

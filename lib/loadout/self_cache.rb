@@ -21,15 +21,16 @@ module Loadout
   # new stat, without compiling them. This file itself is the one Ruby always compiles, so it
   # stays small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
-    MAGIC = "LOself2\n"
+    MAGIC = "LOself3\n"
     LIB = File.expand_path("..", __dir__)
     LIB_PREFIX = "#{LIB}/"
     # CompileCache::Entry's layout, read here before any of loadout's other Ruby is loaded: the
-    # flags byte, the path and realpath lengths, where the path starts; and a stat record's fields.
+    # head's size (it ends an entry), where its flags byte and its payload, path and realpath
+    # lengths are; and a stat record's fields.
+    HEAD = 80
     FLAGS_AT = 5
     PINNED_PATH = 16 # Entry::PINNED_PATH
-    PATHS_AT = 76
-    HEAD = 80
+    LENGTHS_AT = 72
     STAT_LAYOUT = "a4Cx3q<q<q<q<Q<Q<Q<" # Entry::STAT_LAYOUT
 
     # Passes load_iseq on unless the self cache has the file.
@@ -76,7 +77,10 @@ module Loadout
         # is relocated), else blob is now the binary; 3 NEGATIVE and 4 WARNS: Ruby compiles this
         # one, not a reason to rewrite the file. An empty record: no stat record, the digest decides.
         record = String.new(capacity: 64)
-        verdict = Native.cc_judge(blob, path, blob.getbyte(4), Native::CC_RACY_NS, $VERBOSE == true, true, record)
+        # The version byte (the head's byte 4) of the head that ends the entry (literals: HEAD is
+        # 80; each constant named here would cost a cache object per file on Ruby 3.1)
+        version = blob.bytesize >= 80 ? blob.getbyte(blob.bytesize - 76) : -1
+        verdict = Native.cc_judge(blob, path, version, Native::CC_RACY_NS, $VERBOSE == true, true, record)
         kind = verdict & 15
         iseq = if kind == 5 && verdict & 16 == 0
                  RubyVM::InstructionSequence.load_from_binary(blob).tap { blob.clear } # (freed now: the next file's
@@ -180,14 +184,14 @@ module Loadout
       end
 
       def relocate(blob, path)
-        path_len, real_len = blob.unpack("S<S<", offset: PATHS_AT)
-        old_path = blob.byteslice(HEAD, path_len)
-        old_real = blob.byteslice(HEAD + path_len, real_len)
-        at = HEAD + path_len + real_len
-        payload = blob.byteslice(at, blob.bytesize - at)
+        head = blob.bytesize - HEAD
+        payload_len, path_len, real_len = blob.unpack("L<S<S<", offset: head + LENGTHS_AT)
+        payload = blob.byteslice(0, payload_len)
+        old_path = blob.byteslice(payload_len, path_len)
+        old_real = blob.byteslice(payload_len + path_len, real_len)
         real = File.realpath(path)
         return payload if old_path == path && old_real == real
-        return nil if (blob.getbyte(FLAGS_AT) & PINNED_PATH) != 0
+        return nil if (blob.getbyte(head + FLAGS_AT) & PINNED_PATH) != 0
         return nil if old_path == old_real && path != real # one String object in the binary
 
         pairs = [[old_path, path]]

@@ -295,8 +295,9 @@ class CompileCacheISeqTest < Minitest::Test
           s.each.map { |k, _v| k }.grep(%r{\Acc/i/}).each do |key|
             bytes = s.get(key).b
             entry = Loadout::CompileCache::Entry.load(bytes)
-            payload_at = bytes.bytesize - entry.payload.bytesize
-            at = trial.zero? ? 1 : payload_at + rng.rand(entry.payload.bytesize) # trial 0 breaks the magic
+            # The payload starts the entry; trial 0 breaks the magic, which starts its head (the
+            # entry's last 80 bytes).
+            at = trial.zero? ? bytes.bytesize - Loadout::CompileCache::Entry::HEAD + 1 : rng.rand(entry.payload.bytesize)
             bytes.setbyte(at, bytes.getbyte(at) ^ (1 << rng.rand(8)))
             s.put(key, trial == 5 ? bytes.byteslice(0, bytes.bytesize - 3) : bytes)
           end

@@ -7,14 +7,22 @@ module Loadout
     # The value stored for one cached file, and the small stat record appended when a file is
     # revalidated (so the big payload is never rewritten).
     #
-    #   entry (little endian):
+    #   entry (little endian): the payload first, the head last
+    #   +---------------+------------+----------------+------------------------------+
+    #   | payload bytes | path bytes | realpath bytes | head (HEAD = 80 bytes)       |
+    #   +---------------+------------+----------------+------------------------------+
+    #   head:
     #   +--------+---------+-------+------+------+-------+-------+----------+-----+-----+
     #   | "LOce" | version | flags | 0 u16| size | mtime | ctime | verified | ino | dev |
     #   |   4    |  u8     |  u8   |      | i64  | ns i64| ns i64| ns i64   | u64 | u64 |
     #   +--------+---------+-------+------+------+-------+-------+----------+-----+-----+
     #   | source digest u64 | payload digest u64 | payload len u32 | path len u16 |
-    #   | realpath len u16  | path bytes | realpath bytes | payload bytes            |
-    #   +--------------------------------------------------------------------------+
+    #   | realpath len u16  |
+    #   +-------------------+
+    #
+    # The payload comes first so that a hit needs no copy: the store reads an entry's bytes
+    # straight into the String it returns, and once judged the String is cut to the payload's
+    # length in place (Freshness), which is then the ISeq binary load_from_binary takes.
     #
     # size/mtime/ctime/ino/dev are the source's stat when it was verified (taken before its
     # bytes were read), verified is the wall clock just after that stat, and the source digest
@@ -29,9 +37,9 @@ module Loadout
     class Entry # :nodoc:
       MAGIC = "LOce"
       STAT_MAGIC = "LOcs"
-      LAYOUT = "a4CCx2q<q<q<q<Q<Q<Q<Q<L<S<S<"
-      READ = "CCx2q<q<q<q<Q<Q<x16L<S<S<" # from offset 4: version .. dev, skip the digests, lengths
-      HEAD = 80
+      LAYOUT = "a4CCx2q<q<q<q<Q<Q<Q<Q<L<S<S<" # the head
+      READ = "CCx2q<q<q<q<Q<Q<x16L<S<S<" # from the head's byte 4: version .. dev, skip the digests, lengths
+      HEAD = 80 # the head's size; offsets below are within it
       DIGEST_AT = 56
       PAYLOAD_DIGEST_AT = 64
       STAT_LAYOUT = "a4Cx3q<q<q<q<Q<Q<Q<"
@@ -61,8 +69,9 @@ module Loadout
       @magic = MAGIC
 
       class << self
-        def digest_matches?(blob, at, len) # :nodoc:
-          @xxh64.matches?(blob, at, len, 64) # PAYLOAD_DIGEST_AT
+        # Whether the +len+ bytes at +at+ have the payload digest recorded in the head at +head+.
+        def digest_matches?(blob, at, len, head) # :nodoc:
+          @xxh64.matches?(blob, at, len, head + 64) # PAYLOAD_DIGEST_AT
         end
 
         # +str+ as it may join binary bytes: itself when binary or ASCII-only (no copy: a cold
@@ -81,23 +90,36 @@ module Loadout
           # Sized once: a capture's payload is copied into it, once (a cold boot dumps every file).
           # (80 is HEAD.)
           out = @string.new(capacity: 80 + path.bytesize + realpath.bytesize + payload.bytesize, encoding: @binary)
+          out << payload << path << realpath
           [@magic, @version, flags, size, mtime, ctime, verified, ino, dev, digest,
            @xxh64.digest(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(@layout, buffer: out)
-          out << path << realpath << payload
+        end
+
+        # Where the head of stored bytes starts, or nil when they are too short or do not end
+        # with an entry's head.
+        #: (String) -> Integer?
+        def head_at(blob)
+          at = blob.bytesize - 80 # HEAD
+          # "LOce", byte by byte (no String made: the pure backend judges every file with this)
+          return nil unless at >= 0 && blob.getbyte(at) == 76 && blob.getbyte(at + 1) == 79 &&
+                            blob.getbyte(at + 2) == 99 && blob.getbyte(at + 3) == 101
+
+          at
         end
 
         # The source digest recorded in stored entry bytes, or nil when they are not an entry.
         #: (String) -> Integer?
         def source_digest(blob)
-          return nil unless blob.bytesize >= HEAD && blob.start_with?(MAGIC)
+          head = head_at(blob) or return nil
 
-          blob.unpack1("Q<", offset: DIGEST_AT)
+          blob.unpack1("Q<", offset: head + DIGEST_AT)
         end
 
         # The flags of stored entry bytes (0 when they are not an entry).
         #: (String) -> Integer
         def flags_of(blob)
-          blob.bytesize >= HEAD && blob.start_with?(MAGIC) ? blob.getbyte(5) : 0
+          head = head_at(blob)
+          head ? blob.getbyte(head + 5) : 0
         end
 
         # Parses stored bytes; nil when they are not an intact entry (wrong magic or +version+,
@@ -105,16 +127,13 @@ module Loadout
         # match: Freshness checks it only once the file is known to be fresh).
         #: (String, ?Integer, ?check_payload: bool) -> Entry?
         def load(blob, version = @version, check_payload: true)
-          # Literals stand for HEAD (80), MAGIC and READ (hot path: see ARCHITECTURE.md).
-          return nil unless blob.bytesize >= 80 && blob.start_with?("LOce")
-
-          fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: 4)
+          head = head_at(blob) or return nil
+          # A literal stands for READ (hot path: see ARCHITECTURE.md).
+          fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: head + 4)
           return nil unless fields[0] == version
+          return nil unless fields[8] + fields[9] + fields[10] == head
 
-          payload_at = 80 + fields[9] + fields[10]
-          return nil unless payload_at + fields[8] == blob.bytesize
-
-          entry = new(blob, fields, payload_at)
+          entry = new(blob, fields, head)
           return nil if check_payload && !entry.payload_intact?
 
           entry
@@ -137,44 +156,43 @@ module Loadout
         end
       end
 
-      def initialize(blob, fields, payload_at)
+      def initialize(blob, fields, head)
         @blob = blob
-        @payload_at = payload_at
+        @head = head
         _, @flags, @size, @mtime, @ctime, @verified, @ino, @dev, @payload_len, @path_len, @realpath_len = fields
       end
 
       attr_reader :flags, :size, :mtime, :ctime, :verified, :ino, :dev
 
       def digest
-        @blob.unpack1("Q<", offset: DIGEST_AT)
+        @blob.unpack1("Q<", offset: @head + DIGEST_AT)
       end
 
       def payload
-        @blob.byteslice(@payload_at, @payload_len)
+        @blob.byteslice(0, @payload_len)
       end
 
       # Whether the payload's digest is the recorded one.
       def payload_intact?
-        Entry.digest_matches?(@blob, @payload_at, @payload_len)
+        Entry.digest_matches?(@blob, 0, @payload_len, @head)
       end
 
       def path
-        @blob.byteslice(HEAD, @path_len).force_encoding(Encoding::UTF_8)
+        @blob.byteslice(@payload_len, @path_len).force_encoding(Encoding::UTF_8)
       end
 
       def realpath
-        @blob.byteslice(HEAD + @path_len, @realpath_len).force_encoding(Encoding::UTF_8)
+        @blob.byteslice(@payload_len + @path_len, @realpath_len).force_encoding(Encoding::UTF_8)
       end
 
       # Whether the entry was compiled at +path+ (compared without building the stored path).
       def compiled_at?(path) #: (String) -> bool
         return false unless path.bytesize == @path_len
 
-        head = @payload_at - @path_len - @realpath_len # HEAD, without naming the constant
         if path.ascii_only?
-          @blob.index(path, head) == head
+          @blob.index(path, @payload_len) == @payload_len
         else
-          @blob.byteslice(head, @path_len) == path.b
+          @blob.byteslice(@payload_len, @path_len) == path.b
         end
       end
 

@@ -128,7 +128,7 @@ module Loadout
       # [:served, value], [:negative, reason] or [event, nil] where event is why it was not served
       # (an event Symbol, or [event, reason]).
       def serve(call, abspath, key, blob)
-        flags = blob.getbyte(5) || 0 # after magic and version
+        flags = Entry.flags_of(blob)
         return [:miss, nil] if call.tags == :require && (flags & Entry::TAG_FREE).zero?
 
         verdict = @entries.judge(blob, abspath, key, false)
