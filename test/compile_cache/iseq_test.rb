@@ -297,7 +297,8 @@ class CompileCacheISeqTest < Minitest::Test
             entry = Loadout::CompileCache::Entry.load(bytes)
             # The payload starts the entry; trial 0 breaks the magic, which starts its head (the
             # entry's last 80 bytes).
-            at = trial.zero? ? bytes.bytesize - Loadout::CompileCache::Entry::HEAD + 1 : rng.rand(entry.payload.bytesize)
+            head = bytes.bytesize - Loadout::CompileCache::Entry::HEAD
+            at = trial.zero? ? head + 1 : rng.rand(entry.payload.bytesize)
             bytes.setbyte(at, bytes.getbyte(at) ^ (1 << rng.rand(8)))
             s.put(key, trial == 5 ? bytes.byteslice(0, bytes.bytesize - 3) : bytes)
           end

@@ -160,7 +160,8 @@ class SelfCacheTest < Minitest::Test
     data = Loadout::SelfCache.dump(entries)
     table = Loadout::SelfCache.parse(data)
     # Each entry's place in the file (offset << 32 | length), not a copy of it.
-    assert_equal entries.to_h { |p, e| [p, e.b] }, table.transform_values { |at| data.byteslice(at >> 32, at & 0xffff_ffff) }
+    assert_equal(entries.to_h { |p, e| [p, e.b] },
+                 table.transform_values { |at| data.byteslice(at >> 32, at & 0xffff_ffff) })
     assert_equal Encoding::UTF_8, table.keys[1].encoding
     data.bytesize.times do |i|
       bad = data.dup
