@@ -16,8 +16,8 @@
  * +entry+ is a String the caller owns (not frozen): when the verdict serves its payload at this
  * very place (fresh, by record or revalidated, not moved) or is NEGATIVE (the payload is the
  * reason), it is cut down to the payload in place: the payload starts an entry, so only its length
- * changes (no new object, no copy); otherwise it is left whole. nil for arguments it does not take (the Ruby twin checks
- * them first). Twin: Loadout::CompileCache::Freshness.judge.
+ * changes (no new object, no copy); otherwise it is left whole. nil for arguments it does not take
+ * (the Ruby twin checks them first). Twin: Loadout::CompileCache::Freshness.judge.
  */
 #include "loadout.h"
 #include "freshness.h"

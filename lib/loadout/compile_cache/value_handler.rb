@@ -58,6 +58,7 @@ module Loadout
         @kind = self.class::KIND
         @letter = self.class::LETTER
         @calls = {}
+        @entry = Entry # (hot path: see ARCHITECTURE.md)
       end
 
       # The hooks' entry: never raises an error of loadout's own (the library does the work
@@ -128,7 +129,7 @@ module Loadout
       # [:served, value], [:negative, reason] or [event, nil] where event is why it was not served
       # (an event Symbol, or [event, reason]).
       def serve(call, abspath, key, blob)
-        flags = Entry.flags_of(blob)
+        flags = @entry.flags_of(blob)
         return [:miss, nil] if call.tags == :require && (flags & Entry::TAG_FREE).zero?
 
         verdict = @entries.judge(blob, abspath, key, false)
