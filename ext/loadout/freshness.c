@@ -9,9 +9,8 @@
 
 /* An entry is its payload, its path, its realpath, then its head of CE_HEAD bytes; offsets are
  * within the head (lib/loadout/compile_cache/entry.rb, Entry::LAYOUT). */
-enum { CE_HEAD = 80, CE_VERSION = 4, CE_FLAGS = 5, CE_SIZE = 8, CE_MTIME = 16, CE_CTIME = 24, CE_VERIFIED = 32,
-       CE_INO = 40, CE_DEV = 48, CE_DIGEST = 56, CE_PAYLOAD_DIGEST = 64, CE_PAYLOAD_LEN = 72, CE_PATH_LEN = 76,
-       CE_REALPATH_LEN = 78 };
+enum { CE_HEAD = 72, CE_VERSION = 4, CE_FLAGS = 5, CE_SIZE = 8, CE_MTIME = 16, CE_CTIME = 24, CE_VERIFIED = 32,
+       CE_INO = 40, CE_DEV = 48, CE_DIGEST = 56, CE_PAYLOAD_LEN = 64, CE_PATH_LEN = 68, CE_REALPATH_LEN = 70 };
 enum { CE_NEGATIVE = 4, CE_VERBOSE_WARNINGS = 32 };
 
 static inline uint64_t
@@ -55,15 +54,12 @@ vouches(const unsigned char *rec, const lo_file_id *id, int64_t racy_ns)
     return id->ino == get64(rec + CE_INO) && id->dev == get64(rec + CE_DEV);
 }
 
-/* The verdict for a file whose freshness is settled: the payload's digest (the payload starts
- * the entry e), then the flags in its head h. */
+/* The verdict for a file whose freshness is settled: the flags in the entry's head h decide. */
 static void
-settle(const unsigned char *e, const unsigned char *h, int verbose, lo_fresh_verdict fresh, lo_fresh_result *out)
+settle(const unsigned char *h, int verbose, lo_fresh_verdict fresh, lo_fresh_result *out)
 {
     unsigned flags = h[CE_FLAGS];
-    if (lo_xxh64(e, out->payload_len, 0) != get64(h + CE_PAYLOAD_DIGEST)) {
-        out->verdict = LO_FRESH_CORRUPT;
-    } else if (flags & CE_NEGATIVE) {
+    if (flags & CE_NEGATIVE) {
         out->verdict = LO_FRESH_NEGATIVE;
     } else if (verbose && (flags & CE_VERBOSE_WARNINGS)) {
         out->verdict = LO_FRESH_WARNS;
@@ -90,7 +86,7 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
     out->moved = !here;
 
     if (racy_ns < 0) { /* trusted: no stat */
-        settle(e, h, verbose, LO_FRESH_BY_STAT, out);
+        settle(h, verbose, LO_FRESH_BY_STAT, out);
         return;
     }
     if (!rec && self_racy(h, racy_ns)) {
@@ -105,7 +101,7 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
         return;
     }
     if (vouches(h, &id, racy_ns)) {
-        settle(e, h, verbose, LO_FRESH_BY_STAT, out);
+        settle(h, verbose, LO_FRESH_BY_STAT, out);
         return;
     }
     out->verdict = LO_FRESH_STALE;
@@ -116,7 +112,7 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
     }
     if (rec_len == LO_FRESH_RECORD_SIZE && memcmp(rec, "LOcs", 4) == 0 && rec[CE_VERSION] == version &&
         get64(rec + CE_DIGEST) == get64(h + CE_DIGEST) && vouches(rec, &id, racy_ns)) {
-        settle(e, h, verbose, LO_FRESH_BY_RECORD, out);
+        settle(h, verbose, LO_FRESH_BY_RECORD, out);
         return;
     }
     if (!revalidate) return;
@@ -143,5 +139,5 @@ lo_fresh_judge(const unsigned char *e, size_t n, unsigned version, const char *p
     put64(r + CE_DIGEST, digest);
     out->has_record = 1;
     out->moved = !here || id.ino != get64(h + CE_INO) || id.dev != get64(h + CE_DEV);
-    settle(e, h, verbose, LO_FRESH_REVALIDATED, out);
+    settle(h, verbose, LO_FRESH_REVALIDATED, out);
 }

@@ -22,8 +22,9 @@
  *  5. Else, with +revalidate+: the file's XXH64 decides: equal means only the metadata moved (a
  *     checkout, a restored CI cache): REVALIDATED, and +new_record+ holds the 64-byte stat record
  *     to append; different means STALE. Without +revalidate+: STALE.
- *  6. A fresh entry whose payload digest does not match is CORRUPT; a negative one is NEGATIVE
- *     (the payload is the reason); one flagged for -w warnings, with +verbose+, WARNS.
+ *  6. A fresh entry that is negative is NEGATIVE (the payload is the reason); one flagged for -w
+ *     warnings, with +verbose+, WARNS. The payload's bytes are not checked here: the CRC32C frame
+ *     every entry is read through (a store record, the self cache file) covers them.
  * +moved+ says the payload names another place than +path+: it was compiled at another path,
  * or the file is another inode than the one that vouched (the caller checks the realpath
  * before it serves a payload that embeds paths).

@@ -24,7 +24,7 @@ module Loadout
   # of docs/ARCHITECTURE.md ("The warm-boot hot path": no constant named there on Ruby 3.1).
   module CompileCache
     KINDS = %i[iseq yaml json].freeze
-    FORMAT_VERSION = 2 # bump on ANY change to what is stored; old entries are then ignored
+    FORMAT_VERSION = 3 # bump on ANY change to what is stored; old entries are then ignored
 
     autoload :Capture, File.expand_path("compile_cache/capture", __dir__)
     autoload :EntryChecker, File.expand_path("compile_cache/entry_checker", __dir__)

@@ -6,7 +6,7 @@ module Loadout
   # (bench/results/comment-figures-2026-11-27.md has what that cost). Their compiled entries live in one small file
   # beside the store ("<store>.self-<variant>"), read whole at setup; a tiny load_iseq hook serves
   # them through the compile cache's own freshness rule (Native.cc_judge, see
-  # CompileCache::Freshness: one stat, racy rule, payload digest; when the stat does not vouch,
+  # CompileCache::Freshness: one stat, racy rule; when the stat does not vouch,
   # the file's digest) until setup is over, then steps aside.
   #
   # Relocatable, as a fleet needs it: entries are keyed by their path under loadout's lib dir, and
@@ -21,16 +21,16 @@ module Loadout
   # new stat, without compiling them. This file itself is the one Ruby always compiles, so it
   # stays small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
-    MAGIC = "LOself3\n"
+    MAGIC = "LOself4\n"
     LIB = File.expand_path("..", __dir__)
     LIB_PREFIX = "#{LIB}/"
     # CompileCache::Entry's layout, read here before any of loadout's other Ruby is loaded: the
     # head's size (it ends an entry), where its flags byte and its payload, path and realpath
     # lengths are; and a stat record's fields.
-    HEAD = 80
+    HEAD = 72
     FLAGS_AT = 5
     PINNED_PATH = 16 # Entry::PINNED_PATH
-    LENGTHS_AT = 72
+    LENGTHS_AT = 64
     STAT_LAYOUT = "a4Cx3q<q<q<q<Q<Q<Q<" # Entry::STAT_LAYOUT
 
     # Passes load_iseq on unless the self cache has the file.
@@ -78,8 +78,8 @@ module Loadout
         # one, not a reason to rewrite the file. An empty record: no stat record, the digest decides.
         record = String.new(capacity: 64)
         # The version byte (the head's byte 4) of the head that ends the entry (literals: HEAD is
-        # 80; each constant named here would cost a cache object per file on Ruby 3.1)
-        version = blob.bytesize >= 80 ? blob.getbyte(blob.bytesize - 76) : -1
+        # 72; each constant named here would cost a cache object per file on Ruby 3.1)
+        version = blob.bytesize >= 72 ? blob.getbyte(blob.bytesize - 68) : -1
         verdict = Native.cc_judge(blob, path, version, Native::CC_RACY_NS, $VERBOSE == true, true, record)
         kind = verdict & 15
         iseq = if kind == 5 && verdict & 16 == 0

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require_relative "xxh64"
-
 module Loadout
   module CompileCache
     # The value stored for one cached file, and the small stat record appended when a file is
@@ -9,16 +7,15 @@ module Loadout
     #
     #   entry (little endian): the payload first, the head last
     #   +---------------+------------+----------------+------------------------------+
-    #   | payload bytes | path bytes | realpath bytes | head (HEAD = 80 bytes)       |
+    #   | payload bytes | path bytes | realpath bytes | head (HEAD = 72 bytes)       |
     #   +---------------+------------+----------------+------------------------------+
     #   head:
     #   +--------+---------+-------+------+------+-------+-------+----------+-----+-----+
     #   | "LOce" | version | flags | 0 u16| size | mtime | ctime | verified | ino | dev |
     #   |   4    |  u8     |  u8   |      | i64  | ns i64| ns i64| ns i64   | u64 | u64 |
     #   +--------+---------+-------+------+------+-------+-------+----------+-----+-----+
-    #   | source digest u64 | payload digest u64 | payload len u32 | path len u16 |
-    #   | realpath len u16  |
-    #   +-------------------+
+    #   | source digest u64 | payload len u32 | path len u16 | realpath len u16 |
+    #   +-------------------+-----------------+--------------+------------------+
     #
     # The payload comes first so that a hit needs no copy: the store reads an entry's bytes
     # straight into the String it returns, and once judged the String is cut to the payload's
@@ -26,9 +23,10 @@ module Loadout
     #
     # size/mtime/ctime/ino/dev are the source's stat when it was verified (taken before its
     # bytes were read), verified is the wall clock just after that stat, and the source digest
-    # is XXH64 of the bytes that were compiled. The payload digest is checked before a payload
-    # is used: the store's CRC protects the record, this protects against everything else (a
-    # flipped bit in an ISeq blob can crash the VM, which has no verifier).
+    # is XXH64 of the bytes that were compiled. An entry has no checksum of its own: every entry
+    # is read through a CRC32C frame (a store record, the self cache file) that covers all of its
+    # bytes and is checked on the read that returns them, which is what keeps a flipped bit from
+    # reaching load_from_binary (the VM has no verifier).
     #
     # Reading is lazy: a hit needs the stat fields and the payload; the source digest, the paths
     # and the realpath are only decoded when validation or relocation asks for them.
@@ -37,11 +35,10 @@ module Loadout
     class Entry # :nodoc:
       MAGIC = "LOce"
       STAT_MAGIC = "LOcs"
-      LAYOUT = "a4CCx2q<q<q<q<Q<Q<Q<Q<L<S<S<" # the head
-      READ = "CCx2q<q<q<q<Q<Q<x16L<S<S<" # from the head's byte 4: version .. dev, skip the digests, lengths
-      HEAD = 80 # the head's size; offsets below are within it
+      LAYOUT = "a4CCx2q<q<q<q<Q<Q<Q<L<S<S<" # the head
+      READ = "CCx2q<q<q<q<Q<Q<x8L<S<S<" # from the head's byte 4: version .. dev, skip the digest, lengths
+      HEAD = 72 # the head's size; offsets below are within it
       DIGEST_AT = 56
-      PAYLOAD_DIGEST_AT = 64
       STAT_LAYOUT = "a4Cx3q<q<q<q<Q<Q<Q<"
       STAT_SIZE = 64
 
@@ -60,7 +57,6 @@ module Loadout
       Stat = Struct.new(:size, :mtime, :ctime, :verified, :ino, :dev, :digest)
 
       # (hot path: see ARCHITECTURE.md)
-      @xxh64 = XXH64
       @version = FORMAT_VERSION
       @native = BACKEND == :native ? Native : nil
       @binary = Encoding::BINARY
@@ -69,11 +65,6 @@ module Loadout
       @magic = MAGIC
 
       class << self
-        # Whether the +len+ bytes at +at+ have the payload digest recorded in the head at +head+.
-        def digest_matches?(blob, at, len, head) # :nodoc:
-          @xxh64.matches?(blob, at, len, head + 64) # PAYLOAD_DIGEST_AT
-        end
-
         # +str+ as it may join binary bytes: itself when binary or ASCII-only (no copy: a cold
         # boot dumps every file it compiles), else a binary copy.
         def bytes(str) #: (String) -> String
@@ -88,18 +79,18 @@ module Loadout
           payload = bytes(payload)
           size, mtime, ctime, ino, dev = identity
           # Sized once: a capture's payload is copied into it, once (a cold boot dumps every file).
-          # (80 is HEAD.)
-          out = @string.new(capacity: 80 + path.bytesize + realpath.bytesize + payload.bytesize, encoding: @binary)
+          # (72 is HEAD.)
+          out = @string.new(capacity: 72 + path.bytesize + realpath.bytesize + payload.bytesize, encoding: @binary)
           out << payload << path << realpath
           [@magic, @version, flags, size, mtime, ctime, verified, ino, dev, digest,
-           @xxh64.digest(payload), payload.bytesize, path.bytesize, realpath.bytesize].pack(@layout, buffer: out)
+           payload.bytesize, path.bytesize, realpath.bytesize].pack(@layout, buffer: out)
         end
 
         # Where the head of stored bytes starts, or nil when they are too short or do not end
         # with an entry's head.
         #: (String) -> Integer?
         def head_at(blob)
-          at = blob.bytesize - 80 # HEAD
+          at = blob.bytesize - 72 # HEAD
           # "LOce", byte by byte (no String made: the pure backend judges every file with this)
           return nil unless at >= 0 && blob.getbyte(at) == 76 && blob.getbyte(at + 1) == 79 &&
                             blob.getbyte(at + 2) == 99 && blob.getbyte(at + 3) == 101
@@ -122,21 +113,17 @@ module Loadout
           head ? blob.getbyte(head + 5) : 0
         end
 
-        # Parses stored bytes; nil when they are not an intact entry (wrong magic or +version+,
-        # lengths that do not add up, or, with +check_payload+, a payload whose digest does not
-        # match: Freshness checks it only once the file is known to be fresh).
-        #: (String, ?Integer, ?check_payload: bool) -> Entry?
-        def load(blob, version = @version, check_payload: true)
+        # Parses stored bytes; nil when they are not an entry (wrong magic or +version+, lengths
+        # that do not add up).
+        #: (String, ?Integer) -> Entry?
+        def load(blob, version = @version)
           head = head_at(blob) or return nil
           # A literal stands for READ (hot path: see ARCHITECTURE.md).
-          fields = blob.unpack("CCx2q<q<q<q<Q<Q<x16L<S<S<", offset: head + 4)
+          fields = blob.unpack("CCx2q<q<q<q<Q<Q<x8L<S<S<", offset: head + 4)
           return nil unless fields[0] == version
           return nil unless fields[8] + fields[9] + fields[10] == head
 
-          entry = new(blob, fields, head)
-          return nil if check_payload && !entry.payload_intact?
-
-          entry
+          new(blob, fields, head)
         end
 
         # Literals stand for STAT_MAGIC and STAT_LAYOUT (a CI boot appends one record per file).
@@ -170,11 +157,6 @@ module Loadout
 
       def payload
         @blob.byteslice(0, @payload_len)
-      end
-
-      # Whether the payload's digest is the recorded one.
-      def payload_intact?
-        Entry.digest_matches?(@blob, 0, @payload_len, @head)
       end
 
       def path

@@ -23,9 +23,10 @@ module Loadout
     # 5. Else the file's XXH64 decides: equal means only the metadata moved (git clone, CI cache
     #    restore, touch): REVALIDATED, with the stat record that makes the next boot a one-stat
     #    hit again; different means STALE.
-    # 6. A fresh entry whose payload digest does not match is CORRUPT; a negative one (Ruby must
-    #    do the work: a syntax error; a value that cannot be stored) is NEGATIVE; one flagged for
-    #    -w warnings, under -w, WARNS.
+    # 6. A fresh entry that is negative (Ruby must do the work: a syntax error; a value that
+    #    cannot be stored) is NEGATIVE; one flagged for -w warnings, under -w, WARNS. The payload's
+    #    bytes are not checked here: the CRC32C frame every entry is read through (a store
+    #    record, the self cache file) covers them.
     #
     # The verdict is one small Integer, below (the low four bits name it). The three that serve a
     # payload carry MOVED when it was made for another place (another path, or another inode
@@ -111,7 +112,7 @@ module Loadout
           return nil unless blob.is_a?(String) && !blob.frozen? && path.is_a?(String) && !path.include?("\0")
           return nil unless racy_ns.is_a?(Integer) && (record.nil? || record.is_a?(String))
 
-          entry = @entry.load(blob, version, check_payload: false) or return CORRUPT
+          entry = @entry.load(blob, version) or return CORRUPT
           here = entry.compiled_at?(path)
           return settle(blob, entry, verbose, FRESH, !here) if racy_ns.negative?
 
@@ -136,12 +137,10 @@ module Loadout
           recorded = record.frozen? ? 0 : RECORDED
           record.replace(@entry.dump_stat(id, verified, digest, version)) unless record.frozen?
           verdict = settle(blob, entry, verbose, REVALIDATED, !here || id[3] != entry.ino || id[4] != entry.dev)
-          verdict == CORRUPT ? verdict : verdict | recorded
+          verdict | recorded
         end
 
         def settle(blob, entry, verbose, verdict, moved)
-          return CORRUPT unless entry.payload_intact?
-
           if entry.negative?
             blob.replace(entry.payload)
             return NEGATIVE

@@ -11,7 +11,7 @@ module Loadout
     # The instruction-sequence handler: answers RubyVM::InstructionSequence.load_iseq, which
     # Ruby calls before compiling a file it requires or loads. Returning nil lets Ruby compile.
     #
-    # - hit: the stored binary (Entries#judge checked it and its payload digest) is relocated if
+    # - hit: the stored binary (the store's CRC checked its bytes, Entries#judge its freshness) is relocated if
     #   the checkout moved, then goes through load_from_binary;
     # - miss, stale or corrupt: Ruby compiles, and Capture stores that very compile;
     # - negative (a syntax error, a parse warning): Ruby compiles, nothing is tried;
@@ -190,7 +190,7 @@ module Loadout
       # nil when it cannot be (a source that spells out its own path). Only here is the realpath
       # computed.
       def relocated(blob, path)
-        entry = Entry.load(blob, check_payload: false) or return nil
+        entry = Entry.load(blob) or return nil
         payload = entry.payload
         realpath = File.realpath(path)
         return payload if entry.compiled_at?(path) && entry.realpath == realpath

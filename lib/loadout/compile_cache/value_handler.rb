@@ -156,7 +156,7 @@ module Loadout
 
           value = call.fallback
         else
-          payload = (verdict & Freshness::MOVED).zero? ? blob : Entry.load(blob, check_payload: false).payload
+          payload = (verdict & Freshness::MOVED).zero? ? blob : Entry.load(blob).payload
           value = timed(:load_ns) { Serializer.load(flags & Entry::CODEC, payload, call.freeze) }
         end
         @counters.event(@kind, event, abspath)
