@@ -18,6 +18,17 @@
  * reason), it is cut down to the payload in place: the payload starts an entry, so only its length
  * changes (no new object, no copy); otherwise it is left whole. nil for arguments it does not take
  * (the Ruby twin checks them first). Twin: Loadout::CompileCache::Freshness.judge.
+ *
+ *   cc_key(letter, variant, path, dirs, scratch) -> String or nil
+ *
+ * The compile cache's store key for +path+ when +dirs+ (Loadout::CompileCache::Key's
+ * { directory => [prefix, stable] }) knows its directory (the bytes before its last "/", in the
+ * path's encoding, looked up through +scratch+, a String this reuses so that no object is made
+ * for the lookup): "cc/<letter>/<variant>/" then the prefix and the path's last "/" onwards, or
+ * the whole path when the prefix is nil (under no root). A new binary String. nil in every other
+ * case (a directory not resolved yet, no "/" past the first byte, an encoding that is not
+ * ASCII-compatible, arguments it does not take): Key#for resolves it in Ruby, the reference this
+ * must equal.
  */
 #include "loadout.h"
 #include "freshness.h"
@@ -62,9 +73,56 @@ native_cc_judge(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_n
     return INT2FIX((int)r.verdict | (served && r.moved ? MOVED : 0) | (recorded ? RECORDED : 0));
 }
 
+static VALUE
+native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE dirs, VALUE scratch)
+{
+    if (!RB_TYPE_P(letter, T_STRING) || !RB_TYPE_P(variant, T_STRING) || !RB_TYPE_P(path, T_STRING) ||
+        !RB_TYPE_P(dirs, T_HASH) || !RB_TYPE_P(scratch, T_STRING) || OBJ_FROZEN(scratch) ||
+        rb_obj_class(scratch) != rb_cString)
+        return Qnil;
+    int enc = ENCODING_GET(path);
+    if (!rb_enc_asciicompat(rb_enc_from_index(enc))) return Qnil;
+    const char *p = RSTRING_PTR(path);
+    long plen = RSTRING_LEN(path);
+    long dlen = plen - 1; /* the last "/" (memrchr is a GNU extension) */
+    while (dlen > 0 && p[dlen] != '/') dlen--;
+    if (dlen <= 0) return Qnil; /* no directory, or "/": Key's own cases */
+    const char *last = p + dlen;
+
+    /* The directory as Key stored it (path[0, slash]: the path's bytes and encoding), in scratch. */
+    rb_str_modify(scratch);
+    if ((long)rb_str_capacity(scratch) < dlen) rb_str_modify_expand(scratch, dlen - RSTRING_LEN(scratch));
+    memcpy(RSTRING_PTR(scratch), p, (size_t)dlen);
+    rb_str_set_len(scratch, dlen);
+    rb_enc_associate_index(scratch, enc);
+    ENC_CODERANGE_CLEAR(scratch);
+    VALUE info = rb_hash_lookup2(dirs, scratch, Qundef);
+    if (info == Qundef || !RB_TYPE_P(info, T_ARRAY) || RARRAY_LEN(info) < 1) return Qnil;
+    VALUE prefix = RARRAY_AREF(info, 0);
+    if (!NIL_P(prefix) && !RB_TYPE_P(prefix, T_STRING)) return Qnil;
+
+    const char *rest = NIL_P(prefix) ? p : last;
+    long rlen = NIL_P(prefix) ? plen : plen - dlen;
+    long llen = RSTRING_LEN(letter), vlen = RSTRING_LEN(variant), xlen = NIL_P(prefix) ? 0 : RSTRING_LEN(prefix);
+    VALUE key = rb_str_new(NULL, 3 + llen + 1 + vlen + 1 + xlen + rlen); /* binary */
+    char *k = RSTRING_PTR(key);
+    memcpy(k, "cc/", 3); /* Key::PREFIX */
+    k += 3;
+    memcpy(k, RSTRING_PTR(letter), (size_t)llen);
+    k += llen;
+    *k++ = '/';
+    memcpy(k, RSTRING_PTR(variant), (size_t)vlen);
+    k += vlen;
+    *k++ = '/';
+    if (xlen) memcpy(k, RSTRING_PTR(prefix), (size_t)xlen);
+    memcpy(k + xlen, rest, (size_t)rlen);
+    return key;
+}
+
 void
 lo_freshness_native_init(VALUE mNative)
 {
+    rb_define_module_function(mNative, "cc_key", native_cc_key, 5);
     rb_define_module_function(mNative, "cc_judge", native_cc_judge, 7);
     /* Freshness::RACY_NS for SelfCache, which runs before any Ruby of the compile cache loads. */
     rb_define_const(mNative, "CC_RACY_NS", LL2NUM(LO_FRESH_RACY_NS));

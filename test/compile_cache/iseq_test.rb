@@ -371,6 +371,32 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
+  # Capture and ISeqBinary load on a boot's first miss or relocation: their own files then go
+  # through the handler, which leaves them to Ruby (a capture of capture.rb would reach for the
+  # constant being autoloaded).
+  test "capture: a warm boot loads neither Capture nor ISeqBinary; a later first miss loads both and is stored" do
+    with_app do |app, store|
+      own = "$LOADED_FEATURES.grep(%r{compile_cache/(capture|iseq_binary)\\.rb\\z}).map { |f| File.basename(f) }"
+      probe = "#{REQUIRES}\nat_exit { $stderr.puts \"own=\#{#{own}.sort.join(\",\")}\" }\n"
+      cold = boot(app, store, probe)
+      assert_includes cold.stderr, "own=capture.rb,iseq_binary.rb\n"
+      assert_equal 2, cold.stats[:iseq][:reasons][:loading_loadout]
+      warm = boot(app, store, probe)
+      assert_includes warm.stderr, "own=\n"
+      assert_equal CACHED, warm.count(:iseq, :hits)
+      assert_equal 0, warm.stats[:iseq][:reasons][:loading_loadout].to_i
+
+      File.write(File.join(app, "lib/consts.rb"), PROGRAM["lib/consts.rb"].sub("A = 1", "A = 2"))
+      edited = boot(app, store, probe)
+      assert_includes edited.stderr, "own=capture.rb,iseq_binary.rb\n"
+      assert_equal [CACHED - 1, 1, 1], %i[hits stale compiles].map { |f| edited.count(:iseq, f) }
+      assert_includes edited.stdout, "[2, "
+      again = boot(app, store, probe)
+      assert_equal [CACHED, 0], [again.count(:iseq, :hits), again.count(:iseq, :compiles)]
+      assert_equal edited.stdout, again.stdout
+    end
+  end
+
   test "capture: a file changed while Ruby compiled it is not stored" do
     files = { "lib/a.rb" => "puts :a\n", "lib/b.rb" => "puts :b\n" }
     with_app(files) do |app, store|

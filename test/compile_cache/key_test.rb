@@ -40,6 +40,34 @@ class CompileCacheKeyTest < Minitest::Test
     end
   end
 
+  # Native.cc_key builds the key once Key's Ruby has resolved the file's directory; that Ruby is
+  # the reference it must equal, for every sequence of paths (what was resolved decides which runs).
+  test "keys built natively equal the Ruby-built ones, whatever came before" do
+    roots = ["/app", "/gems/rack-3.0.8", "/usr", "/usr/lib/ruby/gems/3.1.0/gems/json-2.6.1", "/caf\u00e9"]
+    dirs = ["/app/lib", "/app/li", "/app/lib/x", "/gems/rack-3.0.8/lib", "/usr/lib/ruby/3.1.0", "/tmp", "/",
+            "/app/caf\u00e9", "/caf\u00e9/lib", "/usr/lib/ruby/gems/3.1.0/gems/json-2.6.1/lib/json", ""]
+    names = ["a.rb", "b.rb", "\u00e9.rb", "a", ""]
+    encodings = [Encoding::UTF_8, Encoding::BINARY, Encoding::EUC_JP, Encoding::US_ASCII]
+    rng = Random.new(7)
+    native = Key.new(roots)
+    ruby = Key.new(roots)
+    ruby.instance_variable_set(:@native, nil)
+    built = 0
+    dir = nil
+    3000.times do
+      dir = dirs.sample(random: rng) if dir.nil? || rng.rand(3).zero? # files directory by directory, mostly
+      path = "#{dir}/#{names.sample(random: rng)}"
+      path = rng.rand(5).zero? ? path.dup.force_encoding(encodings.sample(random: rng)) : path
+      if Loadout::BACKEND == :native
+        resolved = native.instance_variable_get(:@dirs)
+        built += 1 if Loadout::Native.cc_key("i", @v, path, resolved, String.new)
+      end
+      assert_equal ruby.for("i", @v, path), native.for("i", @v, path), path.inspect
+      assert_equal ruby.stable?(path), native.stable?(path), path.inspect
+    end
+    assert_operator built, :>, 2500, "the native builder answered" if Loadout::BACKEND == :native
+  end
+
   test "only paths under roots after the first are stable" do
     refute @key.stable?("/app/lib/a.rb")
     assert @key.stable?("/gems/rack-3.0.8/lib/rack.rb")

@@ -1,10 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "entries"
-require_relative "capture"
 require_relative "lazy_hook"
-# Loaded with this file, not on first use: a file loaded later goes through this handler itself.
-require_relative "iseq_binary"
 
 module Loadout
   module CompileCache
@@ -15,7 +12,10 @@ module Loadout
     #   the checkout moved, then goes through load_from_binary;
     # - miss, stale or corrupt: Ruby compiles, and Capture stores that very compile;
     # - negative (a syntax error, a parse warning): Ruby compiles, nothing is tried;
-    # - while Coverage runs, nothing is served or stored (coverage needs Ruby's own compile).
+    # - while Coverage runs, nothing is served or stored (coverage needs Ruby's own compile);
+    # - Capture and ISeqBinary (with capture.rb and iseq_binary.rb) are loaded on the first miss
+    #   or relocation, never on a warm boot that has none. Their own files load through this
+    #   handler: while they do, it answers nil and captures nothing (see #loading_own).
     #
     # `loadout precompile` and the self cache compile files themselves instead (ISeqBuild).
     class ISeqHandler # :nodoc:
@@ -61,6 +61,8 @@ module Loadout
         @cold = store.respond_to?(:size) && store.size.zero? && !@readonly
         @others = store.respond_to?(:grown_by_others?) ? store : nil
         @capture = nil # made on the first miss: a warm boot never needs one
+        @iseq_binary = nil # ISeqBinary, from the first relocation
+        @loading_own = false # true while loadout's own Capture or ISeqBinary loads (#loading_own)
         @options = nil
         @variant = nil
         options_changed
@@ -79,6 +81,8 @@ module Loadout
 
       # The ISeq for +path+ from the cache, or nil to let Ruby compile it.
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
+        return skip(path, :loading_loadout) if @loading_own
+
         @lazy_hook.poll if @lazy_hook.waiting?
         return skip(path, :coverage) if coverage_running?
 
@@ -172,8 +176,24 @@ module Loadout
         @counters.event(:iseq, event, path, reason)
         return nil if @readonly || coverage_running?
 
-        (@capture ||= Capture.new(@entries)).expect(path, @variant)
+        capture = @capture || loading_own { @capture = Capture.new(@entries) } or return nil
+        capture.expect(path, @variant)
         nil
+      end
+
+      # Runs the block, which loads one of loadout's own files on first use (capture.rb,
+      # iseq_binary.rb), so that the load_iseq of that file, which reaches #fetch, is left to Ruby:
+      # a miss there would reach for the very constant being autoloaded (a NameError), and a
+      # relocation for ISeqBinary. nil when already loading (another thread's file, meanwhile).
+      def loading_own
+        return nil if @loading_own
+
+        begin
+          @loading_own = true
+          yield
+        ensure
+          @loading_own = false
+        end
       end
 
       def load(binary)
@@ -201,7 +221,8 @@ module Loadout
 
         replacements = { entry.path => path }
         replacements[entry.realpath] = realpath unless entry.realpath == entry.path
-        ISeqBinary.rewrite(payload, replacements)
+        iseq_binary = @iseq_binary || loading_own { @iseq_binary = ISeqBinary } or return nil
+        iseq_binary.rewrite(payload, replacements)
       rescue SystemCallError
         nil
       end

@@ -50,6 +50,8 @@ module Loadout
         @roots_by_tag = nil # (made on first use by #source_path)
         @root_here = nil
         @binary = Encoding::BINARY # (hot path: see ARCHITECTURE.md)
+        @native = BACKEND == :native ? Native : nil
+        @scratch = @native && String.new(capacity: 256) # Native.cc_key's directory, for the lookup
       end
 
       # { root => tag }: how keys name each root (LoadedFiles records it, so a record made with
@@ -70,6 +72,10 @@ module Loadout
       # The store key (a binary String) for +path+ (absolute) under +variant+.
       #: (String, String, String) -> String
       def for(kind_letter, variant, path)
+        # One native call once the file's directory is resolved: Native.cc_key builds what the
+        # Ruby below does (looking the directory up in @dirs through @scratch), or says no.
+        native = @native and key = native.cc_key(kind_letter, variant, path, @dirs, @scratch) and return key
+
         slash = path.rindex("/")
         prefix = slash && dir_info(path, slash)[0]
         # "cc/" is PREFIX, spelled out. The store's keys are bytes: a fresh String, safe to retag.
