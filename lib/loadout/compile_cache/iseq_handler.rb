@@ -13,13 +13,17 @@ module Loadout
     # - miss, stale or corrupt: Ruby compiles, and Capture stores that very compile;
     # - negative (a syntax error, a parse warning): Ruby compiles, nothing is tried;
     # - while Coverage runs, nothing is served or stored (coverage needs Ruby's own compile);
-    # - Capture and ISeqBinary (with capture.rb and iseq_binary.rb) are loaded on the first miss
-    #   or relocation, never on a warm boot that has none. Their own files load through this
-    #   handler: while they do, it answers nil and captures nothing (see #loading_own).
+    # - Capture and ISeqBinary (capture.rb, iseq_binary.rb) are loaded on the first miss or
+    #   relocation, never on a warm boot that has none. Their own files load through this
+    #   handler: while they do, it answers nil, counts nothing and captures nothing; and a miss
+    #   of one of them before Capture exists (required by other code) is left to Ruby, uncounted
+    #   too (see #loading_own).
     #
     # `loadout precompile` and the self cache compile files themselves instead (ISeqBuild).
     class ISeqHandler # :nodoc:
       LETTER = "i"
+      # The files Capture and ISeqBinary are defined in (#loading_own).
+      OWN_FILES = ["/loadout/compile_cache/capture.rb", "/loadout/compile_cache/iseq_binary.rb"].freeze
 
       # The hook prepended to RubyVM::InstructionSequence's singleton class, once per process.
       # It reaches the installed handler through a block, so a call per loaded file names no
@@ -81,7 +85,7 @@ module Loadout
 
       # The ISeq for +path+ from the cache, or nil to let Ruby compile it.
       def fetch(path) #: (String) -> RubyVM::InstructionSequence?
-        return skip(path, :loading_loadout) if @loading_own
+        return nil if @loading_own # (loadout's own file: see #loading_own)
 
         @lazy_hook.poll if @lazy_hook.waiting?
         return skip(path, :coverage) if coverage_running?
@@ -173,6 +177,8 @@ module Loadout
 
       # Ruby compiles +path+; its compile is captured (unless nothing may be written).
       def miss(event, path, reason = nil)
+        return nil if @capture.nil? && own_file?(path) # (loadout's own, uncounted: see #loading_own)
+
         @counters.event(:iseq, event, path, reason)
         return nil if @readonly || coverage_running?
 
@@ -185,6 +191,9 @@ module Loadout
       # iseq_binary.rb), so that the load_iseq of that file, which reaches #fetch, is left to Ruby:
       # a miss there would reach for the very constant being autoloaded (a NameError), and a
       # relocation for ISeqBinary. nil when already loading (another thread's file, meanwhile).
+      # The same holds when other code requires one of those files itself (`loadout precompile`
+      # and the self cache's writer require iseq_binary.rb) before the first miss: that file is
+      # being loaded, so its own miss or relocation cannot load it (#own_file?).
       def loading_own
         return nil if @loading_own
 
@@ -194,6 +203,10 @@ module Loadout
         ensure
           @loading_own = false
         end
+      end
+
+      def own_file?(path)
+        path.end_with?(OWN_FILES[0]) || path.end_with?(OWN_FILES[1])
       end
 
       def load(binary)
@@ -221,7 +234,7 @@ module Loadout
 
         replacements = { entry.path => path }
         replacements[entry.realpath] = realpath unless entry.realpath == entry.path
-        iseq_binary = @iseq_binary || loading_own { @iseq_binary = ISeqBinary } or return nil
+        iseq_binary = @iseq_binary || (loading_own { @iseq_binary = ISeqBinary } unless own_file?(path)) or return nil
         iseq_binary.rewrite(payload, replacements)
       rescue SystemCallError
         nil
