@@ -15,9 +15,10 @@ module Loadout
     # - while Coverage runs, nothing is served or stored (coverage needs Ruby's own compile);
     # - Capture and ISeqBinary (capture.rb, iseq_binary.rb) are loaded on the first miss or
     #   relocation, never on a warm boot that has none. Their own files load through this
-    #   handler: while they do, it answers nil, counts nothing and captures nothing; and a miss
-    #   of one of them before Capture exists (required by other code) is left to Ruby, uncounted
-    #   too (see #loading_own).
+    #   handler: while they do, it answers nil, counts nothing and captures nothing. Those two
+    #   files are loadout's, not the app's: when other code requires them (the self cache's
+    #   writer, precompile), their misses and skips are not counted, and never captured (see
+    #   #loading_own).
     #
     # `loadout precompile` and the self cache compile files themselves instead (ISeqBuild).
     class ISeqHandler # :nodoc:
@@ -72,6 +73,7 @@ module Loadout
         options_changed
         # (hot path: see ARCHITECTURE.md)
         @lazy_hook = LazyHook
+        @own_files = OWN_FILES
         @freshness = Freshness
         @loader = RubyVM::InstructionSequence
         @process = Process
@@ -171,13 +173,15 @@ module Loadout
       end
 
       def skip(path, reason)
+        return nil if own_file?(path) # (loadout's own, uncounted: see #loading_own)
+
         @counters.event(:iseq, :skipped, path, reason)
         nil
       end
 
       # Ruby compiles +path+; its compile is captured (unless nothing may be written).
       def miss(event, path, reason = nil)
-        return nil if @capture.nil? && own_file?(path) # (loadout's own, uncounted: see #loading_own)
+        return nil if own_file?(path) # (loadout's own, uncounted: see #loading_own)
 
         @counters.event(:iseq, event, path, reason)
         return nil if @readonly || coverage_running?
@@ -206,7 +210,8 @@ module Loadout
       end
 
       def own_file?(path)
-        path.end_with?(OWN_FILES[0]) || path.end_with?(OWN_FILES[1])
+        own = @own_files
+        path.end_with?(own[0]) || path.end_with?(own[1])
       end
 
       def load(binary)

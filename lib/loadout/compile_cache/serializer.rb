@@ -52,7 +52,7 @@ module Loadout
           when Entry::MSGPACK
             (msgpack or raise CodecUnavailable, "msgpack is not available").load(bytes, freeze: freeze)
           when Entry::MARSHAL
-            # rubocop:disable Security/MarshalLoad -- our own, digest-checked bytes
+            # rubocop:disable Security/MarshalLoad -- our own bytes, CRC-checked as read
             freeze ? Marshal.load(bytes, freeze: true).tap { |v| deep_freeze(v) } : Marshal.load(bytes)
             # rubocop:enable Security/MarshalLoad
           else raise IOError, "unknown codec #{codec}"
