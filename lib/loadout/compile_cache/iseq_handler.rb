@@ -8,8 +8,8 @@ module Loadout
     # The instruction-sequence handler: answers RubyVM::InstructionSequence.load_iseq, which
     # Ruby calls before compiling a file it requires or loads. Returning nil lets Ruby compile.
     #
-    # - hit: the stored binary (the store's CRC checked its bytes, Entries#judge its freshness) is relocated if
-    #   the checkout moved, then goes through load_from_binary;
+    # - hit: the stored binary (the store's CRC checked its bytes, Entries#judge its freshness)
+    #   is relocated if the checkout moved, then goes through load_from_binary;
     # - miss, stale or corrupt: Ruby compiles, and Capture stores that very compile;
     # - negative (a syntax error, a parse warning): Ruby compiles, nothing is tried;
     # - while Coverage runs, nothing is served or stored (coverage needs Ruby's own compile);
