@@ -1,5 +1,6 @@
 /*
- * Ruby binding of freshness.c, registered on Loadout::Native:
+ * Ruby bindings of the compile cache's per-hit C, registered on Loadout::Native: the freshness
+ * judge (freshness.c) and the store key.
  *
  *   cc_judge(entry, path, version, racy_ns, verbose, revalidate, record) -> Integer
  *
