@@ -4,8 +4,8 @@ require_relative "../native"
 
 module Loadout
   module CompileCache
-    # XXH64 of source files and of cached payloads: is this the content that was compiled, was
-    # this payload damaged since it was written. Native (ext/loadout/digest.c) or the Ruby twin
+    # XXH64 of source files: is this the content that was compiled (and of the strings variant
+    # digests are made of). Native (ext/loadout/digest.c) or the Ruby twin
     # below, chosen once at load time; both give identical values.
     module XXH64 # :nodoc:
       SEED = 0
@@ -29,11 +29,6 @@ module Loadout
           def file(path, seed = SEED) #: (String, ?Integer) -> Integer?
             @native.file_xxh64(path, seed)
           end
-
-          # True when XXH64 of string[offset, len] equals the little-endian u64 at digest_offset.
-          def matches?(string, offset, len, digest_offset) #: (String, Integer, Integer, Integer) -> bool
-            @native.xxh64_matches(string, offset, len, digest_offset)
-          end
         else
           def digest(string, seed = SEED)
             RubyXXH64.digest(string.b, seed)
@@ -43,13 +38,6 @@ module Loadout
           def file(path, seed = SEED)
             source = Trust.read_source(path)
             source && RubyXXH64.digest(source, seed)
-          end
-
-          def matches?(string, offset, len, digest_offset)
-            return false if offset.negative? || len.negative? || digest_offset.negative?
-            return false if offset + len > string.bytesize || digest_offset + 8 > string.bytesize
-
-            RubyXXH64.digest(string.byteslice(offset, len).b, SEED) == string.unpack1("Q<", offset: digest_offset)
           end
         end
       end
