@@ -13,6 +13,7 @@ require "optparse"
 require "rbconfig"
 require "tmpdir"
 require "open3"
+require_relative "support/harness"
 
 ROOT = File.expand_path("..", __dir__)
 opts = { calls: 2000, lib: File.join(ROOT, "lib"), file: "app/models/client_0.rb" }
@@ -36,7 +37,8 @@ abort "bench hit_cost: valgrind is not installed" unless system("valgrind --vers
 # Bootsnap and msgpack from the bundle, as bench/boot.rb gives them to its children.
 require "bundler"
 Bundler.setup
-BOOTSNAP = %w[bootsnap msgpack].flat_map { |name| Gem.loaded_specs.fetch(name).full_require_paths }
+BOOTSNAP = Bench.gem_paths("bootsnap") + Bench.gem_paths("msgpack")
+abort "bench hit_cost: bootsnap is not installed (bin/setup-deps)" if BOOTSNAP.empty?
 GEM_PATH = ([Bundler.bundle_path.to_s] + Gem.path).uniq.join(File::PATH_SEPARATOR)
 
 CHILD = <<~'RUBY'
