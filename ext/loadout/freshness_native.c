@@ -20,16 +20,16 @@
  * changes (no new object, no copy); otherwise it is left whole. nil for arguments it does not take
  * (the Ruby twin checks them first). Twin: Loadout::CompileCache::Freshness.judge.
  *
- *   cc_key(letter, variant, path, dirs, scratch) -> String or nil
+ *   cc_key(letter, variant, path, roots) -> String or nil
  *
- * The compile cache's store key for +path+ when +dirs+ (Loadout::CompileCache::Key's
- * { directory => [prefix, stable] }) knows its directory (the bytes before its last "/", in the
- * path's encoding, looked up through +scratch+, a String this reuses so that no object is made
- * for the lookup): "cc/<letter>/<variant>/" then the prefix and the path's last "/" onwards, or
- * the whole path when the prefix is nil (under no root). A new binary String. nil in every other
- * case (a directory not resolved yet, no "/" past the first byte, an encoding that is not
- * ASCII-compatible, arguments it does not take): Key#for resolves it in Ruby, the reference this
- * must equal.
+ * The compile cache's store key for +path+: "cc/<letter>/<variant>/" then, under the deepest of
+ * +roots+ (Loadout::CompileCache::Key's [[root bytes ("" for "/"), tag], ...], longest first)
+ * containing the path's directory, the root's tag and the path after the root; under none, the
+ * whole path. A new binary String; nothing else is made (a boot builds one per file it loads,
+ * from every directory). nil for a path that is not ASCII, has no "/" past its first byte, or
+ * arguments it does not take: Key#for builds those in Ruby, the reference this must equal (for
+ * an ASCII path, comparing bytes with each root is what Key's walk up the directory's parents
+ * finds: a root of other bytes, non-ASCII ones included, never contains it).
  */
 #include "loadout.h"
 #include "freshness.h"
@@ -75,37 +75,36 @@ native_cc_judge(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_n
 }
 
 static VALUE
-native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE dirs, VALUE scratch)
+native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE roots)
 {
     if (!RB_TYPE_P(letter, T_STRING) || !RB_TYPE_P(variant, T_STRING) || !RB_TYPE_P(path, T_STRING) ||
-        !RB_TYPE_P(dirs, T_HASH) || !RB_TYPE_P(scratch, T_STRING) || OBJ_FROZEN(scratch) ||
-        rb_obj_class(scratch) != rb_cString)
+        !RB_TYPE_P(roots, T_ARRAY) || !rb_enc_str_asciionly_p(path))
         return Qnil;
-    int enc = ENCODING_GET(path);
-    if (!rb_enc_asciicompat(rb_enc_from_index(enc))) return Qnil;
     const char *p = RSTRING_PTR(path);
     long plen = RSTRING_LEN(path);
     long dlen = plen - 1; /* the last "/" (memrchr is a GNU extension) */
     while (dlen > 0 && p[dlen] != '/') dlen--;
     if (dlen <= 0) return Qnil; /* no directory, or "/": Key's own cases */
-    const char *last = p + dlen;
 
-    /* The directory as Key stored it (path[0, slash]: the path's bytes and encoding), in scratch. */
-    rb_str_modify(scratch);
-    if ((long)rb_str_capacity(scratch) < dlen) rb_str_modify_expand(scratch, dlen - RSTRING_LEN(scratch));
-    memcpy(RSTRING_PTR(scratch), p, (size_t)dlen);
-    rb_str_set_len(scratch, dlen);
-    rb_enc_associate_index(scratch, enc);
-    ENC_CODERANGE_CLEAR(scratch);
-    VALUE info = rb_hash_lookup2(dirs, scratch, Qundef);
-    if (info == Qundef || !RB_TYPE_P(info, T_ARRAY) || RARRAY_LEN(info) < 1) return Qnil;
-    VALUE prefix = RARRAY_AREF(info, 0);
-    if (!NIL_P(prefix) && !RB_TYPE_P(prefix, T_STRING)) return Qnil;
+    /* The first root (the longest) that is the directory or one of its parents: the same bytes,
+     * then the directory's end or a "/". The key takes the root's tag in place of its bytes. */
+    const char *tag = NULL;
+    long tlen = 0, rest = 0;
+    for (long i = 0; i < RARRAY_LEN(roots); i++) {
+        VALUE pair = RARRAY_AREF(roots, i);
+        if (!RB_TYPE_P(pair, T_ARRAY) || RARRAY_LEN(pair) < 2) return Qnil;
+        VALUE root = RARRAY_AREF(pair, 0), t = RARRAY_AREF(pair, 1);
+        if (!RB_TYPE_P(root, T_STRING) || !RB_TYPE_P(t, T_STRING)) return Qnil;
+        long rlen = RSTRING_LEN(root);
+        if (rlen > dlen || p[rlen] != '/' || memcmp(p, RSTRING_PTR(root), (size_t)rlen) != 0) continue;
+        tag = RSTRING_PTR(t);
+        tlen = RSTRING_LEN(t);
+        rest = dlen == rlen + 1 ? dlen : rlen; /* (a directory that is the root and a "/": Key's prefix is the tag) */
+        break;
+    }
 
-    const char *rest = NIL_P(prefix) ? p : last;
-    long rlen = NIL_P(prefix) ? plen : plen - dlen;
-    long llen = RSTRING_LEN(letter), vlen = RSTRING_LEN(variant), xlen = NIL_P(prefix) ? 0 : RSTRING_LEN(prefix);
-    VALUE key = rb_str_new(NULL, 3 + llen + 1 + vlen + 1 + xlen + rlen); /* binary */
+    long llen = RSTRING_LEN(letter), vlen = RSTRING_LEN(variant);
+    VALUE key = rb_str_new(NULL, 3 + llen + 1 + vlen + 1 + tlen + plen - rest); /* binary */
     char *k = RSTRING_PTR(key);
     memcpy(k, "cc/", 3); /* Key::PREFIX */
     k += 3;
@@ -115,15 +114,15 @@ native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE dirs, V
     memcpy(k, RSTRING_PTR(variant), (size_t)vlen);
     k += vlen;
     *k++ = '/';
-    if (xlen) memcpy(k, RSTRING_PTR(prefix), (size_t)xlen);
-    memcpy(k + xlen, rest, (size_t)rlen);
+    if (tlen) memcpy(k, tag, (size_t)tlen);
+    memcpy(k + tlen, p + rest, (size_t)(plen - rest));
     return key;
 }
 
 void
 lo_freshness_native_init(VALUE mNative)
 {
-    rb_define_module_function(mNative, "cc_key", native_cc_key, 5);
+    rb_define_module_function(mNative, "cc_key", native_cc_key, 4);
     rb_define_module_function(mNative, "cc_judge", native_cc_judge, 7);
     /* Freshness::RACY_NS for SelfCache, which runs before any Ruby of the compile cache loads. */
     rb_define_const(mNative, "CC_RACY_NS", LL2NUM(LO_FRESH_RACY_NS));

@@ -23,6 +23,7 @@ module Loadout
       # Eviction; written by Boot at exit, at most once a day per variant).
       SEEN_PREFIX = "st/seen/"
       DAY = 86_400
+      NO_ROOT = [nil, false].freeze # (a directory under no root: Key#resolve's answer)
 
       # The roots as given.
       attr_reader :roots
@@ -51,7 +52,9 @@ module Loadout
         @root_here = nil
         @binary = Encoding::BINARY # (hot path: see ARCHITECTURE.md)
         @native = BACKEND == :native ? Native : nil
-        @scratch = @native && String.new(capacity: 256) # Native.cc_key's directory, for the lookup
+        # Native.cc_key's roots: [bytes ("" for "/"), tag], the longest first (the deepest wins).
+        @native_roots = @tags.map { |root, tag| [(root == "/" ? "" : root).b.freeze, tag.b.freeze].freeze }
+                             .sort_by { |root, _| -root.bytesize }.freeze
       end
 
       # { root => tag }: how keys name each root (LoadedFiles records it, so a record made with
@@ -72,9 +75,9 @@ module Loadout
       # The store key (a binary String) for +path+ (absolute) under +variant+.
       #: (String, String, String) -> String
       def for(kind_letter, variant, path)
-        # One native call once the file's directory is resolved: Native.cc_key builds what the
-        # Ruby below does (looking the directory up in @dirs through @scratch), or says no.
-        native = @native and key = native.cc_key(kind_letter, variant, path, @dirs, @scratch) and return key
+        # One native call: Native.cc_key builds what the Ruby below does, comparing an ASCII path
+        # with each root (no object for its directory), or says no.
+        native = @native and key = native.cc_key(kind_letter, variant, path, @native_roots) and return key
 
         slash = path.rindex("/")
         prefix = slash && dir_info(path, slash)[0]
@@ -153,27 +156,45 @@ module Loadout
           return @last_info
         end
 
-        dir = slash.zero? ? "/" : path[0, slash]
+        # (Frozen: a Hash keeps a frozen String key as it is, and copies any other.)
+        dir = slash.zero? ? "/" : path[0, slash].freeze
         @last_dir = dir
         @last_info = (@dirs[dir] ||= resolve(dir))
       end
 
-      # [tag + relative dir, stable?] for a directory, walking up to the deepest root.
+      # [tag + relative dir, stable?] for a directory: the deepest root containing it, found by
+      # comparing the directory with each root in place (a boot resolves one directory per
+      # directory it loads from: three new objects each, the key, the prefix and this pair).
       def resolve(dir)
-        d = dir
-        loop do
-          if (tag = @tags[d])
-            rel = d == "/" ? dir[1..] : dir[d.length + 1..]
-            return [rel.nil? || rel.empty? ? tag : "#{tag}/#{rel}", @stable[d]].freeze
-          end
-          break if d == "/" || d.empty?
-
-          i = d.rindex("/")
-          break unless i
-
-          d = i.zero? ? "/" : d[0, i]
+        best = nil
+        @tags.each_key do |root|
+          best = root if (best.nil? || root.bytesize > best.bytesize) && under?(dir, root)
         end
-        [nil, false].freeze
+        return NO_ROOT unless best
+
+        tag = @tags[best]
+        start = best == "/" ? 1 : best.bytesize + 1 # the relative dir's first byte
+        return [tag, @stable[best]].freeze if start >= dir.bytesize
+
+        prefix = "#{tag}/"
+        if dir.ascii_only? # (the directory appended whole and its root cut out again: no slice)
+          at = prefix.length
+          (prefix << dir)[at, start] = ""
+        else
+          prefix << dir.byteslice(start, dir.bytesize - start)
+        end
+        [prefix, @stable[best]].freeze
+      end
+
+      # True when +root+ is +dir+ or one of its ancestors: the same bytes up to a "/". A root and
+      # a directory whose encodings cannot be compared (both non-ASCII) never match, as when the
+      # two are looked up in one Hash.
+      def under?(dir, root)
+        return dir.start_with?("/") if root == "/"
+
+        dir.start_with?(root) && (dir.bytesize == root.bytesize || dir.getbyte(root.bytesize) == 47) # "/"
+      rescue Encoding::CompatibilityError
+        false
       end
     end
   end
