@@ -6,7 +6,10 @@ require_relative "instrumentation"
 module Loadout
   # Defined before its parts reopen it: a part's `class Store` would otherwise trigger the
   # Store autoload while this file is being required (Ruby warns about the circular require).
-  class Store; end
+  class Store
+    # (Words for what went wrong: a boot where nothing does loads none of it.)
+    autoload :Problems, File.expand_path("store/problems", __dir__)
+  end
 end
 
 require_relative "trust"
@@ -14,7 +17,6 @@ require_relative "store/format"
 require_relative "store/log_file"
 require_relative "store/key_map"
 require_relative "store/hint"
-require_relative "store/problems"
 require_relative "store/registry"
 require_relative "store/failure_policy"
 require_relative "store/opener"

@@ -29,7 +29,7 @@ module Loadout
       class << self
         # The key of the listing for a $LOAD_PATH item expanded to +expanded+.
         def key(expanded)
-          "#{PREFIX}#{expanded}".b
+          "#{PREFIX}#{expanded}".force_encoding(Encoding::BINARY) # (a fresh String: one object per dir, not two)
         end
 
         # The key of the relocatable copy of a listing: +kind+ "gem" (+rel+ under a gem home) or

@@ -63,13 +63,15 @@ module Loadout
         # [module, name, public?] for each method entry of Kernel and Kernel's singleton class that
         # is Ruby's C require itself or an alias of it, whatever its name.
         def targets
-          [::Kernel, ::Kernel.singleton_class].flat_map do |mod|
-            names = mod.private_instance_methods(false).map { |n| [n, false] } +
-                    mod.public_instance_methods(false).map { |n| [n, true] }
+          found = []
+          [::Kernel, ::Kernel.singleton_class].each do |mod|
             # (The native hook is a C function named like the entry it replaced, so it matches
-            # again here: replacing it by itself changes nothing.)
-            names.filter_map { |(name, public)| [mod, name, public] if ruby_require?(mod, name) }
+            # again here: replacing it by itself changes nothing. Every boot looks at each of
+            # Kernel's ~200 methods: no object per name beyond what ruby_require? needs.)
+            mod.private_instance_methods(false).each { |name| found << [mod, name, false] if ruby_require?(mod, name) }
+            mod.public_instance_methods(false).each { |name| found << [mod, name, true] if ruby_require?(mod, name) }
           end
+          found
         end
 
         # The entry in +mod+'s own method table, behind any module prepended to +mod+ (which

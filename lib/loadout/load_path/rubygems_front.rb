@@ -94,15 +94,18 @@ module Loadout
         # require (Kernel#require, and the aliases decorators took of it: Zeitwerk's
         # zeitwerk_original_require when Zeitwerk came first, ...).
         def targets
-          mod = ::Kernel
-          names = mod.private_instance_methods(false).map { |n| [n, false] } +
-                  mod.public_instance_methods(false).map { |n| [n, true] }
-          names.filter_map do |(name, public)|
-            um = RequireHook.own_method(mod, name)
-            next unless um && um.original_name == :require && FILE.match?(um.source_location&.first.to_s)
+          found = []
+          ::Kernel.private_instance_methods(false).each { |name| (t = target(name, false)) and found << t }
+          ::Kernel.public_instance_methods(false).each { |name| (t = target(name, true)) and found << t }
+          found
+        end
 
-            [mod, name, public, um]
-          end
+        # [Kernel, name, public?, UnboundMethod] when Kernel's own +name+ is RubyGems' require.
+        def target(name, public)
+          um = RequireHook.own_method(::Kernel, name)
+          return nil unless um && um.original_name == :require && FILE.match?(um.source_location&.first.to_s)
+
+          [::Kernel, name, public, um]
         end
 
         # RubyGems' activation of the default gem +spec+, when its walk found no item ahead of

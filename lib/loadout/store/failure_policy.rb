@@ -2,7 +2,6 @@
 
 require_relative "../error"
 require_relative "../trust"
-require_relative "problems"
 
 module Loadout
   class Store

@@ -7,7 +7,6 @@ require_relative "format"
 require_relative "log_file"
 require_relative "key_map"
 require_relative "hint"
-require_relative "problems"
 
 module Loadout
   class Store
