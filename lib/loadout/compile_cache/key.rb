@@ -163,8 +163,9 @@ module Loadout
       end
 
       # [tag + relative dir, stable?] for a directory: the deepest root containing it, found by
-      # comparing the directory with each root in place (a boot resolves one directory per
-      # directory it loads from: three new objects each, the key, the prefix and this pair).
+      # comparing the directory with each root in place (a boot resolves each directory it loads
+      # from once: three new objects each, the directory's String in @dirs, the prefix and this
+      # pair).
       def resolve(dir)
         best = nil
         @tags.each_key do |root|
