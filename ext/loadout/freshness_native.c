@@ -20,16 +20,21 @@
  * changes (no new object, no copy); otherwise it is left whole. nil for arguments it does not take
  * (the Ruby twin checks them first). Twin: Loadout::CompileCache::Freshness.judge.
  *
- *   cc_key(letter, variant, path, roots) -> String or nil
+ *   cc_key(letter, variant, path, roots, spare) -> String or nil
  *
  * The compile cache's store key for +path+: "cc/<letter>/<variant>/" then, under the deepest of
  * +roots+ (Loadout::CompileCache::Key's [[root bytes ("" for "/"), tag], ...], longest first)
  * containing the path's directory, the root's tag and the path after the root; under none, the
- * whole path. A new binary String; nothing else is made (a boot builds one per file it loads,
- * from every directory). nil for a path that is not ASCII, has no "/" past its first byte, or
- * arguments it does not take: Key#for builds those in Ruby, the reference this must equal (for
- * an ASCII path, comparing bytes with each root is what Key's walk up the directory's parents
- * finds: a root of other bytes, non-ASCII ones included, never contains it).
+ * whole path. A binary String; nothing else is made. nil for a path that is not ASCII, has no
+ * "/" past its first byte, or arguments it does not take: Key#for builds those in Ruby, the
+ * reference this must equal (for an ASCII path, comparing bytes with each root is what Key's walk
+ * up the directory's parents finds: a root of other bytes, non-ASCII ones included, never
+ * contains it).
+ *
+ * +spare+: nil (the key is a new String), or an Array of Strings a caller gave back
+ * (Key#lookup_key / #release): the key is written into the last one, taken out of the Array
+ * first, so no other thread can be handed the same String while this caller holds it. A boot
+ * looks up one key per file it loads and keeps none of them: with a spare, no object at all.
  */
 #include "loadout.h"
 #include "freshness.h"
@@ -75,7 +80,7 @@ native_cc_judge(VALUE self, VALUE entry, VALUE path, VALUE version, VALUE racy_n
 }
 
 static VALUE
-native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE roots)
+native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE roots, VALUE spare)
 {
     if (!RB_TYPE_P(letter, T_STRING) || !RB_TYPE_P(variant, T_STRING) || !RB_TYPE_P(path, T_STRING) ||
         !RB_TYPE_P(roots, T_ARRAY) || !rb_enc_str_asciionly_p(path))
@@ -104,7 +109,18 @@ native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE roots)
     }
 
     long llen = RSTRING_LEN(letter), vlen = RSTRING_LEN(variant);
-    VALUE key = rb_str_new(NULL, 3 + llen + 1 + vlen + 1 + tlen + plen - rest); /* binary */
+    long klen = 3 + llen + 1 + vlen + 1 + tlen + plen - rest;
+    VALUE key = Qnil;
+    if (RB_TYPE_P(spare, T_ARRAY) && RARRAY_LEN(spare) > 0) {
+        VALUE given = rb_ary_pop(spare); /* (no Ruby runs until the key is returned: no other taker) */
+        if (RB_TYPE_P(given, T_STRING) && !OBJ_FROZEN(given) && ENCODING_GET(given) == rb_ascii8bit_encindex()) {
+            key = given;
+            rb_str_modify(key); /* its own bytes, never a buffer shared with another String */
+            if (RSTRING_LEN(key) < klen) rb_str_modify_expand(key, klen - RSTRING_LEN(key));
+            rb_str_set_len(key, klen); /* (a shorter key keeps the capacity: no realloc per file) */
+        }
+    }
+    if (NIL_P(key)) key = rb_str_new(NULL, klen); /* binary */
     char *k = RSTRING_PTR(key);
     memcpy(k, "cc/", 3); /* Key::PREFIX */
     k += 3;
@@ -122,7 +138,7 @@ native_cc_key(VALUE self, VALUE letter, VALUE variant, VALUE path, VALUE roots)
 void
 lo_freshness_native_init(VALUE mNative)
 {
-    rb_define_module_function(mNative, "cc_key", native_cc_key, 4);
+    rb_define_module_function(mNative, "cc_key", native_cc_key, 5);
     rb_define_module_function(mNative, "cc_judge", native_cc_judge, 7);
     /* Freshness::RACY_NS for SelfCache, which runs before any Ruby of the compile cache loads. */
     rb_define_const(mNative, "CC_RACY_NS", LL2NUM(LO_FRESH_RACY_NS));

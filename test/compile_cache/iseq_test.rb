@@ -189,6 +189,28 @@ class CompileCacheISeqTest < Minitest::Test
     end
   end
 
+  # A warm boot looks up one store key per file it loads; each hit gives its key back and the
+  # next is written into it (Key#lookup_key). Counted against the same boot with a Key that
+  # makes every key anew: one object per file natively, none in Ruby (whose keys are new anyway).
+  test "warm hits give their store key back: no key object per file loaded natively" do
+    files = Array.new(60) { |i| ["lib/f#{i}.rb", "F#{i} = #{i}\n"] }.to_h
+    with_app(files) do |app, store|
+      code = <<~'RUBY'
+        before = GC.stat(:total_allocated_objects)
+        60.times { |i| require "#{APP}/lib/f#{i}" }
+        puts "made=#{GC.stat(:total_allocated_objects) - before}"
+      RUBY
+      anew = "Loadout::CompileCache::Key.prepend(Module.new { def lookup_key(letter, variant, path) = self.for(letter, variant, path) })\n"
+      boot(app, store, code)
+      made = [code, anew + code].map do |body|
+        warm = boot(app, store, body)
+        assert_equal [60, 0], [warm.count(:iseq, :hits), warm.count(:iseq, :misses)]
+        Integer(warm.stdout[/made=(\d+)/, 1])
+      end
+      assert_in_delta Loadout::BACKEND == :native ? 60 : 0, made[1] - made[0], 1, made.inspect
+    end
+  end
+
   test "an mtime-only change everywhere (git clone, CI cache) revalidates without compiling" do
     with_app do |app, store|
       boot(app, store)

@@ -59,7 +59,7 @@ class CompileCacheKeyTest < Minitest::Test
       path = "#{dir}/#{names.sample(random: rng)}"
       path = rng.rand(5).zero? ? path.dup.force_encoding(encodings.sample(random: rng)) : path
       if Loadout::BACKEND == :native
-        built += 1 if Loadout::Native.cc_key("i", @v, path, native.instance_variable_get(:@native_roots))
+        built += 1 if Loadout::Native.cc_key("i", @v, path, native.instance_variable_get(:@native_roots), nil)
       end
       assert_equal ruby.for("i", @v, path), native.for("i", @v, path), path.inspect
       assert_equal ruby.stable?(path), native.stable?(path), path.inspect
@@ -105,6 +105,45 @@ class CompileCacheKeyTest < Minitest::Test
       paths.each { |path| @key.for("i", @v, path) }
       assert_equal expected, (GC.stat(:total_allocated_objects) - before) / 50, "depth #{depth}"
     end
+  end
+
+  # A warm boot looks up one key per file it loads and keeps none: ISeqHandler#fetch gives each
+  # back (#release) and the next is written into it.
+  test "a lookup key given back is written over by the next lookup: no object per lookup natively" do
+    skip "no allocation counter on #{RUBY_ENGINE}" unless RUBY_ENGINE == "ruby"
+    paths = Array.new(50) { |i| "/usr/lib/#{"d/" * (i % 7)}f#{i}.rb" } # longer and shorter keys in turn
+    expected = paths.map { |path| @key.for("i", @v, path) }
+    @key.release(@key.lookup_key("i", @v, paths[0]))
+    before = GC.stat(:total_allocated_objects)
+    paths.each { |path| @key.release(@key.lookup_key("i", @v, path)) }
+    made = GC.stat(:total_allocated_objects) - before
+    before = GC.stat(:total_allocated_objects)
+    paths.each { |path| @key.for("i", @v, path) }
+    built = GC.stat(:total_allocated_objects) - before
+    # Per lookup (GC.stat itself may make one object): none natively; in Ruby what #for makes
+    # (the Ruby builder has no String to write into).
+    assert_operator built / 50, :>=, 1
+    assert_equal Loadout::BACKEND == :native ? 0 : built / 50, made / 50
+    paths.each_with_index do |path, i|
+      key = @key.lookup_key("i", @v, path)
+      assert_equal expected[i], key, path
+      assert_equal Encoding::BINARY, key.encoding
+      @key.release(key)
+    end
+  end
+
+  test "a lookup key not given back is never written into again; a frozen one is not taken" do
+    @key.release(@key.lookup_key("i", @v, "/usr/lib/zz.rb")) # (one to take)
+    first = @key.lookup_key("i", @v, "/usr/lib/a.rb")
+    second = @key.lookup_key("i", @v, "/usr/lib/bb.rb") # (another thread's, while the first is in use)
+    refute_same first, second
+    assert_equal [@key.for("i", @v, "/usr/lib/a.rb"), @key.for("i", @v, "/usr/lib/bb.rb")], [first, second]
+    frozen = @key.for("i", @v, "/usr/lib/c.rb").freeze
+    @key.release(frozen)
+    third = @key.lookup_key("i", @v, "/usr/lib/dd.rb")
+    refute_same frozen, third
+    assert_equal [@key.for("i", @v, "/usr/lib/c.rb"), @key.for("i", @v, "/usr/lib/dd.rb")], [frozen, third]
+    assert_equal @key.for("i", @v, "/usr/lib/a.rb"), first
   end
 
   def reference_root(dir, tags, stable)

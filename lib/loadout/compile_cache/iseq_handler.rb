@@ -98,11 +98,16 @@ module Loadout
           @cold = false
         end
 
-        key = @key.for("i", @variant, path) # LETTER
-        blob = @entries.get(key) or return miss(:miss, path)
+        key = @key.lookup_key("i", @variant, path) # LETTER
+        blob = @entries.get(key)
+        unless blob
+          @key.release(key)
+          return miss(:miss, path)
+        end
 
         @counters.add(:iseq, :bytes_read, blob.bytesize)
         verdict = @entries.judge(blob, path, key, $VERBOSE == true)
+        @key.release(key) # (not used again: the next file's key is written into it)
         if verdict == 5 # FRESH (the common answer: blob is the binary now)
           iseq = load(blob)
           # Nothing in a loaded ISeq points into its binary (Ruby copies every object out of

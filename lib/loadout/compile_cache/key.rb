@@ -53,6 +53,7 @@ module Loadout
         @binary = Encoding::BINARY # (hot path: see ARCHITECTURE.md)
         @native = BACKEND == :native ? Native : nil
         # Native.cc_key's roots: [bytes ("" for "/"), tag], the longest first (the deepest wins).
+        @spare = [] # (#lookup_key's Strings, given back by #release: one, unless threads race)
         @native_roots = @tags.map { |root, tag| [(root == "/" ? "" : root).b.freeze, tag.b.freeze].freeze }
                              .sort_by { |root, _| -root.bytesize }.freeze
       end
@@ -77,7 +78,7 @@ module Loadout
       def for(kind_letter, variant, path)
         # One native call: Native.cc_key builds what the Ruby below does, comparing an ASCII path
         # with each root (no object for its directory), or says no.
-        native = @native and key = native.cc_key(kind_letter, variant, path, @native_roots) and return key
+        native = @native and key = native.cc_key(kind_letter, variant, path, @native_roots, nil) and return key
 
         slash = path.rindex("/")
         prefix = slash && dir_info(path, slash)[0]
@@ -94,6 +95,22 @@ module Loadout
         (key << path).force_encoding(@binary)
         key[at, slash] = ""
         key
+      end
+
+      # #for's key, for a lookup whose caller keeps nothing of it and gives it back with #release
+      # when done: natively written into a String given back earlier (no object per lookup; a
+      # warm boot looks up one per file it loads). Not for a key that is stored or kept.
+      #: (String, String, String) -> String
+      def lookup_key(kind_letter, variant, path)
+        native = @native and key = native.cc_key(kind_letter, variant, path, @native_roots, @spare) and return key
+
+        self.for(kind_letter, variant, path)
+      end
+
+      # Takes back a key from #lookup_key that its caller no longer uses (one is kept: a lookup
+      # that finds none makes a new one).
+      def release(key) #: (String) -> void
+        @spare << key if @spare.empty?
       end
 
       # The "seen" records of the variants this process used: { key => "<day>\n<root>\n..." }.
