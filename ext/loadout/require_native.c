@@ -868,6 +868,19 @@ native_lp_hook(VALUE self, VALUE mod, VALUE name, VALUE public)
     return put_hook(lo_mLowerHolder, mod, name, public);
 }
 
+/* Loadout::Native.method_arity(mod, name): the arity of the method +name+ that +mod+ answers
+ * first (what mod.instance_method(name).arity says, without the UnboundMethod), 0 when it has
+ * none, nil for a +name+ that is not a Symbol. The Kernel scans (RequireHook, RubyGemsFront) ask
+ * it first, of a module with nothing prepended, so only the entries that take one argument
+ * cost an UnboundMethod: a boot looks at each of Kernel's ~180 methods. */
+static VALUE
+native_method_arity(VALUE self, VALUE mod, VALUE name)
+{
+    if (!RB_TYPE_P(mod, T_MODULE) && !RB_TYPE_P(mod, T_CLASS)) return Qnil;
+    if (!RB_SYMBOL_P(name)) return Qnil;
+    return INT2FIX(rb_mod_method_arity(mod, rb_sym2id(name)));
+}
+
 /* Loadout::Native.lp_front(rubygems, helper), before the first lp_front_hook: +rubygems+ is
  * RubyGems' Kernel#require as a Method, called for what the front does not answer (it stays
  * for the process: the hook is in RubyGems' place from then on); +helper+ activates default
@@ -1036,6 +1049,7 @@ lo_require_native_init(VALUE mNative)
     rb_gc_register_address(&lo_bundled_singleton);
     rb_gc_register_address(&lo_bundled_prefixes);
     rb_define_module_function(mNative, "lp_hook", native_lp_hook, 3);
+    rb_define_module_function(mNative, "method_arity", native_method_arity, 2);
     rb_define_module_function(mNative, "lp_lookup", native_lp_lookup, 2);
     rb_define_module_function(mNative, "lp_front", native_lp_front, 2);
     rb_define_module_function(mNative, "lp_front_hook", native_lp_front_hook, 3);

@@ -181,4 +181,55 @@ class RequireDecoratorsTest < Minitest::Test
       end
     end
   end
+  # Both Kernel scans (RequireHook.targets, RubyGemsFront.targets) ask Native.method_arity first
+  # and make an UnboundMethod only for entries that take one argument. They must find exactly
+  # what the full scan finds: C require and RubyGems' require under other names, public and
+  # private, on Kernel and its singleton class, with and without a module prepended to Kernel.
+  [["under the suite's bundle", {}], ["without Bundler", NO_BUNDLER]].each do |label, env|
+    test "the Kernel scans find what a scan of every entry finds, with few objects (#{label})" do
+      out = run_ruby!(<<~'RUBY', env: env).stdout
+        require "loadout"
+        hook = Loadout::LoadPath::RequireHook
+        front = Loadout::LoadPath::RubyGemsFront
+        scan = -> { [hook.targets, front.targets.map { |t| t.first(3) }] }
+        c_require = Kernel.private_method_defined?(:gem_original_require) ? :gem_original_require : :require
+        module Kernel; def two(a, b) = nil; def one(a) = nil; end # (arity 1, not a require)
+        Kernel.send(:alias_method, :deco_c_require, c_require)
+        Kernel.send(:alias_method, :deco_public_require, :require)
+        Kernel.send(:public, :deco_public_require)
+        Kernel.singleton_class.send(:alias_method, :deco_s_require, :require)
+        Kernel.singleton_class.send(:private, :deco_s_require)
+        $full = false
+        hook.singleton_class.prepend(Module.new { def direct?(mod) = $full ? false : super })
+        results = []
+        2.times do |round|
+          Kernel.prepend(Module.new { def require(*args) = super(*args) }) if round == 1 # (arity -1)
+          counted = lambda do |full|
+            $full = full
+            scan.call
+            before = GC.stat(:total_allocated_objects)
+            found = scan.call
+            [found, GC.stat(:total_allocated_objects) - before]
+          end
+          (fast, made), (full, made_full) = counted.call(false), counted.call(true)
+          results << [fast == full, fast.inspect, made, made_full]
+        end
+        p results
+      RUBY
+      results = eval(out.lines.last) # rubocop:disable Security/Eval
+      results.each_with_index do |(same, found, made, made_full), round|
+        assert same, "round #{round}: #{found}"
+        %w[deco_c_require deco_s_require].each { |name| assert_includes found, name, "round #{round}" }
+        if found.include?("kernel_require") || label == "without Bundler"
+          assert_includes found, ":deco_public_require, true", "RubyGems' require under another name"
+        end
+        refute_includes found, ":one,"
+        # Natively, with nothing prepended to Kernel (round 0), a few dozen objects instead of
+        # one UnboundMethod per entry (~300).
+        if round.zero? && Loadout::BACKEND == :native
+          assert_operator made * 3, :<, made_full, "objects: #{made} vs #{made_full} for every entry"
+        end
+      end
+    end
+  end
 end

@@ -67,11 +67,28 @@ module Loadout
           [::Kernel, ::Kernel.singleton_class].each do |mod|
             # (The native hook is a C function named like the entry it replaced, so it matches
             # again here: replacing it by itself changes nothing. Every boot looks at each of
-            # Kernel's ~200 methods: no object per name beyond what ruby_require? needs.)
-            mod.private_instance_methods(false).each { |name| found << [mod, name, false] if ruby_require?(mod, name) }
-            mod.public_instance_methods(false).each { |name| found << [mod, name, true] if ruby_require?(mod, name) }
+            # Kernel's ~180 methods: only those that take one argument cost an UnboundMethod.)
+            direct = direct?(mod)
+            mod.private_instance_methods(false).each do |name|
+              found << [mod, name, false] if one_argument?(mod, name, direct) && ruby_require?(mod, name)
+            end
+            mod.public_instance_methods(false).each do |name|
+              found << [mod, name, true] if one_argument?(mod, name, direct) && ruby_require?(mod, name)
+            end
           end
           found
+        end
+
+        # Whether Native.method_arity answers for +mod+'s own entries: natively, with nothing
+        # prepended to +mod+ (whose method would be found first).
+        def direct?(mod)
+          BACKEND == :native && mod.ancestors.first.equal?(mod)
+        end
+
+        # False when +mod+'s own +name+ surely does not take exactly one argument (Ruby's require
+        # and RubyGems' do): asked without an UnboundMethod when +direct+ (see #direct?).
+        def one_argument?(mod, name, direct)
+          !direct || Native.method_arity(mod, name) == 1
         end
 
         # The entry in +mod+'s own method table, behind any module prepended to +mod+ (which

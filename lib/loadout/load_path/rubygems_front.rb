@@ -95,15 +95,20 @@ module Loadout
         # zeitwerk_original_require when Zeitwerk came first, ...).
         def targets
           found = []
-          ::Kernel.private_instance_methods(false).each { |name| (t = target(name, false)) and found << t }
-          ::Kernel.public_instance_methods(false).each { |name| (t = target(name, true)) and found << t }
+          direct = RequireHook.direct?(::Kernel) # (see RequireHook.targets)
+          ::Kernel.private_instance_methods(false).each { |name| (t = target(name, false, direct)) and found << t }
+          ::Kernel.public_instance_methods(false).each { |name| (t = target(name, true, direct)) and found << t }
           found
         end
 
-        # [Kernel, name, public?, UnboundMethod] when Kernel's own +name+ is RubyGems' require.
-        def target(name, public)
+        # [Kernel, name, public?, UnboundMethod] when Kernel's own +name+ is RubyGems' require
+        # (which takes one argument, as the front that replaces it does).
+        def target(name, public, direct)
+          return nil unless RequireHook.one_argument?(::Kernel, name, direct)
+
           um = RequireHook.own_method(::Kernel, name)
-          return nil unless um && um.original_name == :require && FILE.match?(um.source_location&.first.to_s)
+          return nil unless um && um.original_name == :require && um.arity == 1 &&
+                            FILE.match?(um.source_location&.first.to_s)
 
           [::Kernel, name, public, um]
         end
