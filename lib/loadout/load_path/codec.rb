@@ -66,10 +66,10 @@ module Loadout
 
           stamp_len, base_len, file_len, dir_len, count = raw.unpack("L<5", offset: 4)
           return nil unless raw.bytesize == HEADER + stamp_len + base_len + file_len + dir_len + (count * 8)
-          return nil unless ignore.nil? || raw.byteslice(HEADER, stamp_len) == stamp(ignore)
+          return nil unless ignore.nil? || stamped?(raw, stamp_len, stamp(ignore))
 
           at = HEADER + stamp_len
-          base = raw.byteslice(at, base_len)
+          base = raw.byteslice(at, base_len).freeze # (LoadDir#adopt keeps it as is)
           files = raw.byteslice(at += base_len, file_len)
           dirs = raw.byteslice(at += file_len, dir_len)
           return nil unless base.start_with?("/") && (files.empty? || files.end_with?("\0"))
@@ -86,6 +86,17 @@ module Loadout
         end
 
         private
+
+        # Whether the stamp stored at HEADER (+len+ bytes) is +stamp+, compared in place (no copy of
+        # it: decoded once per boot for each of hundreds of dirs). The first occurrence of +stamp+
+        # from HEADER on is at HEADER exactly when the bytes there are +stamp+.
+        def stamped?(raw, len, stamp)
+          return false unless len == stamp.bytesize
+          # (String#index counts characters: bytes only in a binary String, as the store's are.)
+          return raw.byteslice(HEADER, len) == stamp unless raw.encoding == Encoding::BINARY
+
+          raw.index(stamp, HEADER) == HEADER
+        end
 
         # Decoded once per boot for each of hundreds of dirs, always with the same list.
         def stamp(ignore)

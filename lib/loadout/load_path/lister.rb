@@ -42,10 +42,17 @@ module Loadout
         return LoadDir.new(item, nil, :opaque) unless modelled?(item)
         return LoadDir.new(item, nil, :opaque) unless item.start_with?("/") || cwd
 
-        item = item.dup.freeze
+        item = item.dup.freeze unless item.frozen? # (the app may change its String later)
         source = item.start_with?("/") ? item : "#{cwd}/#{item}"
-        expanded = File.expand_path(source).freeze
+        expanded = Lister.expanded?(source) ? source : File.expand_path(source).freeze
         LoadDir.new(item, expanded, @roots.classify(expanded), source)
+      end
+
+      # Whether File.expand_path(+path+) is +path+ itself: absolute, no empty, "." or ".."
+      # component, no trailing "/" (an item is most often such a path: no copy of it is needed).
+      def self.expanded?(path)
+        path.start_with?("/") && !path.end_with?("/", "/.", "/..") &&
+          !path.include?("//") && !path.include?("/./") && !path.include?("/../")
       end
 
       # Fills +dir+'s base and listing (or turns it :opaque).

@@ -27,9 +27,9 @@ module Loadout
       # :stable or :volatile for a dir at +expanded+ (File.expand_path of the item) whose
       # realpath is +base+: a gem dir reached through a symlinked gem home is still a gem dir.
       def classify(expanded, base = expanded)
-        paths = expanded == base ? [expanded] : [expanded, base]
-        return :volatile if paths.any? { |p| VOLATILE_PAIRS.any? { |pair| under?(p, pair) } }
-        return :stable if paths.any? { |p| @stable_pairs.any? { |pair| under?(p, pair) } }
+        other = expanded == base ? nil : base # (no Array of the two: once per dir)
+        return :volatile if under_any?(expanded, VOLATILE_PAIRS) || (other && under_any?(other, VOLATILE_PAIRS))
+        return :stable if under_any?(expanded, @stable_pairs) || (other && under_any?(other, @stable_pairs))
 
         :volatile
       end
@@ -81,6 +81,10 @@ module Loadout
 
       def under?(path, (root, prefix))
         path == root || path.start_with?(prefix)
+      end
+
+      def under_any?(path, pairs)
+        pairs.any? { |pair| under?(path, pair) }
       end
 
       # Gem dirs, not gem homes: "<home>/gems/x-1.0/lib" is stable, "<home>/whatever" is not.
