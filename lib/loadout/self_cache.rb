@@ -17,11 +17,16 @@ module Loadout
   #
   # The file is written at exit (CompileCache.__at_finish, then .write) when it is missing or one of
   # loadout's files was not served from it by its stat (a new loadout, an edited file, a moved or
-  # restored lib dir): files served by digest are written again from what was served, with their
-  # new stat, without compiling them. This file itself is the one Ruby always compiles, so it
-  # stays small. Any failure: Ruby compiles, nothing else.
+  # restored lib dir), for the files it was asked for: entries that served by their stat are
+  # written again as they are, files served by digest from what was served, with their new stat,
+  # and a missing file from Ruby's own compile of it (OwnCompiles, on a boot with no file at all):
+  # nothing is compiled twice. This file itself is the one Ruby always compiles, so it stays
+  # small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
-    MAGIC = "LOself4\n"
+    MAGIC = "LOself5\n"
+    # An entry's flag in the file (and bit 31 of its place in the table, see .parse): made from
+    # what Ruby compiled on a cold boot (OwnCompiles), without knowing what -w would print.
+    CAPTURED = 1
     LIB = File.expand_path("..", __dir__)
     LIB_PREFIX = "#{LIB}/"
     # CompileCache::Entry's layout, read here before any of loadout's other Ruby is loaded: the
@@ -45,6 +50,7 @@ module Loadout
     @served = 0
     @revalidated = 0
     @hooked = false
+    @capture = nil # (a cold boot's OwnCompiles)
 
     class << self
       # How many of loadout's files this process got from the self cache, and how many of those
@@ -68,6 +74,8 @@ module Loadout
 
         unless (at = table[path.byteslice(LIB_PREFIX.bytesize, path.bytesize - LIB_PREFIX.bytesize)])
           @stale = true
+          @asked << path
+          @capture&.expect(path)
           return nil
         end
         blob = entry_at(at) # the judge cuts its argument down to the payload
@@ -75,7 +83,9 @@ module Loadout
         # Freshness's verdicts, as literals (the low four bits): 5 FRESH, 6 FRESH_BY_RECORD and
         # 7 REVALIDATED serve; bit 16 MOVED (made at another path: blob is left whole, the binary
         # is relocated), else blob is now the binary; 3 NEGATIVE and 4 WARNS: Ruby compiles this
-        # one, not a reason to rewrite the file. An empty record: no stat record, the digest decides.
+        # one, not a reason to rewrite the file, unless it WARNS because it was captured (bit 31
+        # of +at+: not known under -w; this boot's -w is the chance to know). An empty record: no
+        # stat record, the digest decides.
         record = String.new(capacity: 64)
         # The version byte (the head's byte 4) of the head that ends the entry (literals: HEAD is
         # 72; each constant named here would cost a cache object per file on Ruby 3.1)
@@ -90,12 +100,17 @@ module Loadout
                end
         if iseq
           @served += 1
-        elsif verdict != 3 && verdict != 4
+          @kept << at if kind == 5 && verdict & 16 == 0 # (an entry to write again as it is)
+        elsif verdict != 3 && (verdict != 4 || at & 0x8000_0000 != 0)
           @stale = true
+          @asked << path
+        else
+          @kept << at
         end
         iseq
       rescue StandardError
         @stale = true
+        @asked << path
         nil
       end
 
@@ -105,8 +120,10 @@ module Loadout
       # +known+: entries already made for some of them (files served by digest), used instead of
       # compiling. Entries are ISeqBuild's, negative ones included, so a file Ruby must compile is
       # known as such, not as missing. Unreadable files are left out.
-      #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped], ?Hash[String, String]) -> void
-      def write(dir, name, files, options, known = {})
+      # +captured+: the files of +known+ whose entries are CAPTURED (made from a compile without
+      # knowing what -w prints: OwnCompiles).
+      #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped], ?Hash[String, String], ?captured: Array[String]) -> void
+      def write(dir, name, files, options, known = {}, captured: [])
         # compile_file reads in the default external encoding: one that is not ASCII-compatible
         # (an app may set it) cannot read source; a later boot writes the self cache.
         return unless Encoding.default_external.ascii_compatible?
@@ -114,23 +131,27 @@ module Loadout
         entries = files.filter_map do |file|
           next unless file.start_with?(LIB_PREFIX)
 
-          entry = known[file] || CompileCache::ISeqBuild.entry(file, options)
-          entry && [file.byteslice(LIB_PREFIX.bytesize, file.bytesize - LIB_PREFIX.bytesize), entry]
+          entry = known[file]
+          flags = entry && captured.include?(file) ? CAPTURED : 0
+          entry ||= CompileCache::ISeqBuild.entry(file, options)
+          entry && [file.byteslice(LIB_PREFIX.bytesize, file.bytesize - LIB_PREFIX.bytesize), entry, flags]
         end
         dir.write_atomically(name, dump(entries))
       rescue SystemCallError, IOError
         nil # the next boot compiles loadout's files itself and asks again
       end
 
-      # The bytes of a self cache file for +entries+ ([[path under the lib dir, entry], ...]).
-      def dump(entries) #: (Array[[String, String]]) -> String
-        body = entries.map { |rel, e| [rel.bytesize, e.bytesize].pack("L<L<") + rel.b + e.b }.join.b
+      # The bytes of a self cache file for +entries+ ([[path under the lib dir, entry, flags], ...];
+      # flags: CAPTURED or 0).
+      def dump(entries) #: (Array[[String, String, Integer]]) -> String
+        body = entries.map { |rel, e, flags| [rel.bytesize, e.bytesize, flags].pack("L<L<C") + rel.b + e.b }.join.b
         MAGIC.b + [Native.store_crc32c(body, 0), entries.size].pack("L<L<") + body
       end
 
-      # { path under the lib dir => where its entry is in +data+ (offset << 32 | length) } from
-      # the bytes of a self cache file; nil when they are not intact. Positions, not copies: each
-      # entry is cut out of the file's bytes once, when its file is loaded (#entry_at).
+      # { path under the lib dir => where its entry is in +data+ (offset << 32 | length, with bit
+      # 31 set for a CAPTURED entry) } from the bytes of a self cache file; nil when they are not
+      # intact. Positions, not copies: each entry is cut out of the file's bytes once, when its
+      # file is loaded (#entry_at).
       def parse(data) #: (String) -> Hash[String, Integer]?
         return nil unless data.start_with?(MAGIC) && data.bytesize >= 16
 
@@ -141,12 +162,12 @@ module Loadout
         table = {}
         at = 0
         count.times do
-          path_len, len = body.unpack("L<L<", offset: at)
-          return nil unless len && at + 8 + path_len + len <= body.bytesize
+          path_len, len, flags = body.unpack("L<L<C", offset: at)
+          return nil unless flags && len < 0x8000_0000 && at + 9 + path_len + len <= body.bytesize
 
-          path = body.byteslice(at + 8, path_len).force_encoding(Encoding::UTF_8)
-          table[path] = (16 + at + 8 + path_len) << 32 | len
-          at += 8 + path_len + len
+          path = body.byteslice(at + 9, path_len).force_encoding(Encoding::UTF_8)
+          table[path] = (16 + at + 9 + path_len) << 32 | (flags & CAPTURED) << 31 | len
+          at += 9 + path_len + len
         end
         at == body.bytesize ? table : nil
       end
@@ -174,13 +195,13 @@ module Loadout
         iseq = RubyVM::InstructionSequence.load_from_binary(binary)
         @revalidated += 1
         @stale = true
-        @refreshed[path] = [entry, binary, record] if record
+        @refreshed[path] = [entry, binary, record, at & 0x8000_0000 != 0] # (CAPTURED: see .parse)
         iseq
       end
 
       # A new String with the entry at +at+ (see #parse) in the file read at start.
       def entry_at(at)
-        @data.byteslice(at >> 32, at & 0xffff_ffff)
+        @data.byteslice(at >> 32, at & 0x7fff_ffff)
       end
 
       def relocate(blob, path)
@@ -202,12 +223,19 @@ module Loadout
         nil
       end
 
-      # The entries to write for the files served by digest: their relocated binary with the
-      # stat and digest the revalidation took (before it read the file), at their path now.
+      # The entries to write for the files served by digest or at another path: their relocated
+      # binary with the stat and digest the revalidation took (before it read the file), or the
+      # entry's own when its stat vouched (a dir moved with its inodes), at their path now.
       def refreshed_entries(refreshed)
         entry = CompileCache::Entry
-        refreshed.to_h do |path, (blob, binary, record)|
-          _, _, size, mtime, ctime, verified, ino, dev, digest = record.unpack(STAT_LAYOUT)
+        refreshed.to_h do |path, (blob, binary, record, _)|
+          if record
+            _, _, size, mtime, ctime, verified, ino, dev, digest = record.unpack(STAT_LAYOUT)
+          else
+            own = entry.load(blob)
+            size, mtime, ctime, verified, ino, dev, digest = own.size, own.mtime, own.ctime, own.verified, own.ino,
+                                                             own.dev, own.digest
+          end
           flags = entry.flags_of(blob)
           [path, entry.dump(flags, [size, mtime, ctime, ino, dev], verified, digest, binary,
                             path: path, realpath: File.realpath(path))]
@@ -249,6 +277,9 @@ module Loadout
         @data = data
         @stale = @table.empty?
         @refreshed = {}
+        @kept = [] # the places (see .parse) of entries that served or stand as they are
+        @asked = [] # files it was asked for and has no entry to keep for
+        @capture = own_compiles if @stale && !config.readonly
         @loaded_before = $LOADED_FEATURES.size
         return if @hooked
 
@@ -256,6 +287,23 @@ module Loadout
         @hooked = true
       rescue StandardError, ScriptError
         @table = nil
+      end
+
+      # { path => [entry, CAPTURED?] } for the entries that served by their stat or stand as they
+      # are (negative ones): written again as they are.
+      def kept_entries(table)
+        return {} if @kept.empty?
+
+        paths = table.invert
+        @kept.to_h { |at| ["#{LIB_PREFIX}#{paths[at]}", [entry_at(at), at & 0x8000_0000 != 0]] }
+      end
+
+      # An OwnCompiles keeping what Ruby compiles of loadout's files from now on, or nil.
+      def own_compiles
+        require_relative "self_cache/own_compiles"
+        OwnCompiles.new
+      rescue StandardError, ScriptError
+        nil
       end
 
       # A report when +name+ is there and fails the rule (one it cannot look at is the store's to
@@ -266,9 +314,13 @@ module Loadout
       end
 
       def stop(config)
-        return unless @table
+        return unless (table = @table)
 
+        kept = @stale && !config.readonly ? kept_entries(table) : {}
         @table = @data = nil
+        capture = @capture
+        @capture = nil
+        capture&.stop
         return unless @stale && !config.readonly
 
         # Only a compile cache that did load and install (never an autoload that failed to load).
@@ -283,13 +335,21 @@ module Loadout
         dir = store.respond_to?(:__dir) ? store.__dir : nil
         return unless dir
 
-        files = $LOADED_FEATURES.drop(@loaded_before).select { |f| f.start_with?(LIB_PREFIX) && f.end_with?(".rb") }
+        # The files it was asked for (those the compile cache served never reach it) and loaded.
+        asked = (@asked + kept.keys + @refreshed.keys).to_h { |f| [f, true] }
+        files = $LOADED_FEATURES.drop(@loaded_before).select { |f| asked.key?(f) && f.end_with?(".rb") }
         return if files.empty?
 
         name = @name
         options = RubyVM::InstructionSequence.compile_option
         refreshed = @refreshed
-        CompileCache.__at_finish { write(dir, name, files, options, refreshed_entries(refreshed)) }
+        CompileCache.__at_finish do
+          made = capture ? capture.entries : {}
+          captured = made.keys + refreshed.filter_map { |path, (*, was_captured)| path if was_captured }
+          captured += kept.filter_map { |path, (_, was_captured)| path if was_captured }
+          known = kept.transform_values(&:first).merge(refreshed_entries(refreshed), made)
+          write(dir, name, files, options, known, captured: captured)
+        end
       rescue StandardError, ScriptError
         nil
       end

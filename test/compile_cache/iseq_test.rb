@@ -200,7 +200,9 @@ class CompileCacheISeqTest < Minitest::Test
         60.times { |i| require "#{APP}/lib/f#{i}" }
         puts "made=#{GC.stat(:total_allocated_objects) - before}"
       RUBY
-      anew = "Loadout::CompileCache::Key.prepend(Module.new { def lookup_key(letter, variant, path) = self.for(letter, variant, path) })\n"
+      anew = <<~'RUBY'
+        Loadout::CompileCache::Key.prepend(Module.new { def lookup_key(letter, variant, path) = self.for(letter, variant, path) })
+      RUBY
       boot(app, store, code)
       made = [code, anew + code].map do |body|
         warm = boot(app, store, body)

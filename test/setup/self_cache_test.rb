@@ -96,6 +96,75 @@ class SelfCacheTest < Minitest::Test
     end
   end
 
+  # Counts what is compiled with compile_file (ISeqBuild's way, not Ruby's require) in a boot,
+  # printed last (its at_exit is registered before loadout's).
+  COMPILES = <<~'RUBY'
+    $compiles = 0
+    RubyVM::InstructionSequence.singleton_class.prepend(Module.new do
+      def compile_file(*args, **kw)
+        $compiles += 1
+        super
+      end
+    end)
+    at_exit { $stderr.puts "compiles=#{$compiles}" }
+  RUBY
+
+  def counted_boot(app, lib: LIB, ruby_opts: [])
+    code = "APP = #{app.dump}
+#{COMPILES}#{PROGRAM}"
+    out, err, status = Open3.capture3(RbConfig.ruby, *ruby_opts, "-I", lib, "-e", code)
+    assert status.success?, err
+    [out, err[/served=(\d+)/, 1].to_i, err[/compiles=(\d+)/, 1].to_i, err]
+  end
+
+  # A cold boot's self cache is made of what Ruby compiled while setup loaded loadout's files
+  # (SelfCache::OwnCompiles), not of a second compile of each at exit.
+  test "a cold boot writes the self cache from Ruby's own compiles; the next boot is served from it" do
+    skip "native backend only" unless Loadout::BACKEND == :native
+    with_app do |app, _|
+      first, served, compiles, = counted_boot(app)
+      assert_equal [0, 0], [served, compiles], "a cold boot: nothing served, nothing compiled again"
+      refute_nil self_file(app)
+      second, served, compiles, err = counted_boot(app)
+      assert_operator served, :>=, 15
+      assert_equal [first, 0, ""], [second, compiles, err.gsub(/^(served|compiles)=\d+\n/, "")]
+    end
+  end
+
+  # What a compile without -w captured is not known to be silent under -w: the first boot under
+  # -w has Ruby compile those files and writes them again (ISeqBuild, which compiles with -w),
+  # after which boots with and without -w are served.
+  test "files captured without -w are compiled under -w once, then served with and without it" do
+    skip "native backend only" unless Loadout::BACKEND == :native
+    with_app(lib: true) do |app, lib|
+      counted_boot(app, lib: lib)
+      _, served, compiles, = counted_boot(app, lib: lib, ruby_opts: ["-w"])
+      assert_equal 0, served, "captured without -w: not served under -w"
+      assert_operator compiles, :>=, 15, "written again by ISeqBuild"
+      [["-w"], []].each do |opts|
+        _, served, compiles, = counted_boot(app, lib: lib, ruby_opts: opts)
+        assert_operator served, :>=, 15, opts.inspect
+        assert_equal 0, compiles, opts.inspect
+      end
+    end
+  end
+
+  # A file whose compile printed a warning is not captured: ISeqBuild decides (a negative entry),
+  # and every boot prints the warning, as Ruby does without loadout.
+  test "a loadout file whose compile warns is not captured: its warning is printed by every boot" do
+    skip "native backend only" unless Loadout::BACKEND == :native
+    with_app(lib: true) do |app, lib|
+      File.write(File.join(lib, "loadout/boot.rb"), "\nLoadout::DUPLICATED = { a: 1, a: 2 }\n", mode: "a")
+      sleep 2.1 # (past the racy window again)
+      3.times do |i|
+        _, served, _, err = counted_boot(app, lib: lib)
+        assert_includes err, "loadout/boot.rb", "boot #{i}: #{err}"
+        assert_match(/warning: key :a is duplicated/, err, "boot #{i}")
+        assert_operator served, :>=, 15, "boot #{i}" if i.positive?
+      end
+    end
+  end
+
   test "a second setup call (a no-op) does not read the self cache again" do
     skip "native backend only" unless Loadout::BACKEND == :native
     with_app do |app, _|
@@ -133,9 +202,10 @@ class SelfCacheTest < Minitest::Test
       jobs = lambda do |store|
         Loadout::CompileCache.install!(store: store, iseq: false, yaml: false, json: false, roots: [dir])
         sc = Loadout::SelfCache
-        { table: {}, stale: true, loaded_before: $LOADED_FEATURES.size - 1, path: "#{config.store_path}.self-x" }
-          .each { |k, v| sc.instance_variable_set(:"@#{k}", v) }
         fake = File.join(Loadout::SelfCache::LIB, "loadout/version.rb")
+        # (What start and a fetch of +fake+ with no entry for it leave.)
+        { table: {}, stale: true, loaded_before: $LOADED_FEATURES.size, path: "#{config.store_path}.self-x",
+          kept: [], asked: [fake], refreshed: {} }.each { |k, v| sc.instance_variable_set(:"@#{k}", v) }
         $LOADED_FEATURES << fake
         sc.send(:stop, config)
         # Taken back: this test process must not write a self cache at its exit.
@@ -156,12 +226,15 @@ class SelfCacheTest < Minitest::Test
 
   test "the file format round-trips and any damaged byte makes it unusable" do
     skip "native backend only (the self cache is off on the pure backend)" unless Loadout::BACKEND == :native
-    entries = [["/lib/a.rb", "LOce entry a"], ["/lib/é.rb", "entry é".b], ["/lib/c.rb", ""]]
+    captured = Loadout::SelfCache::CAPTURED
+    entries = [["/lib/a.rb", "LOce entry a", 0], ["/lib/é.rb", "entry é".b, captured], ["/lib/c.rb", "", 0]]
     data = Loadout::SelfCache.dump(entries)
     table = Loadout::SelfCache.parse(data)
-    # Each entry's place in the file (offset << 32 | length), not a copy of it.
-    assert_equal(entries.to_h { |p, e| [p, e.b] },
-                 table.transform_values { |at| data.byteslice(at >> 32, at & 0xffff_ffff) })
+    # Each entry's place in the file (offset << 32 | length), not a copy of it, and bit 31 for a
+    # captured entry.
+    assert_equal(entries.to_h { |p, e, _| [p, e.b] },
+                 table.transform_values { |at| data.byteslice(at >> 32, at & 0x7fff_ffff) })
+    assert_equal [false, true, false], table.values.map { |at| at[31] == 1 }
     assert_equal Encoding::UTF_8, table.keys[1].encoding
     data.bytesize.times do |i|
       bad = data.dup
