@@ -19,8 +19,8 @@ module Loadout
   # loadout's files was not served from it by its stat (a new loadout, an edited file, a moved or
   # restored lib dir), for the files it was asked for: entries that served by their stat are
   # written again as they are, files served by digest from what was served, with their new stat,
-  # and a missing file from Ruby's own compile of it (OwnCompiles, on a boot with no file at all):
-  # nothing is compiled twice. This file itself is the one Ruby always compiles, so it stays
+  # and a file it had no entry for from Ruby's own compile of it (OwnCompiles): nothing is
+  # compiled twice. This file itself is the one Ruby always compiles, so it stays
   # small. Any failure: Ruby compiles, nothing else.
   module SelfCache # :nodoc:
     MAGIC = "LOself5\n"
@@ -50,7 +50,9 @@ module Loadout
     @served = 0
     @revalidated = 0
     @hooked = false
-    @capture = nil # (a cold boot's OwnCompiles)
+    @capture = nil # (the OwnCompiles of a boot with files it has no entry for)
+    @opening = false
+    @writes = false
 
     class << self
       # How many of loadout's files this process got from the self cache, and how many of those
@@ -73,9 +75,11 @@ module Loadout
         return nil unless path.start_with?(LIB_PREFIX)
 
         unless (at = table[path.byteslice(LIB_PREFIX.bytesize, path.bytesize - LIB_PREFIX.bytesize)])
+          return nil if @opening # (own_compiles.rb itself, loaded by #own_compiles: never written)
+
           @stale = true
           @asked << path
-          @capture&.expect(path)
+          (@capture ||= own_compiles)&.expect(path) # (Ruby compiles it next: kept, not compiled again)
           return nil
         end
         blob = entry_at(at) # the judge cuts its argument down to the payload
@@ -117,8 +121,8 @@ module Loadout
       # Writes the self cache file +name+ in +dir+ (the cache dir, held open: Trust::DirHandle) for
       # loadout's +files+ compiled with +options+ (atomically: a reader sees the old file or the
       # new one; a failed write leaves no temp file; created exclusively, with the cache's modes).
-      # +known+: entries already made for some of them (files served by digest), used instead of
-      # compiling. Entries are ISeqBuild's, negative ones included, so a file Ruby must compile is
+      # +known+: entries already made for some of them (kept as they were, served by digest, or
+      # made from Ruby's own compile: OwnCompiles), used instead of compiling. Entries are ISeqBuild's, negative ones included, so a file Ruby must compile is
       # known as such, not as missing. Unreadable files are left out.
       # +captured+: the files of +known+ whose entries are CAPTURED (made from a compile without
       # knowing what -w prints: OwnCompiles).
@@ -279,7 +283,8 @@ module Loadout
         @refreshed = {}
         @kept = [] # the places (see .parse) of entries that served or stand as they are
         @asked = [] # files it was asked for and has no entry to keep for
-        @capture = own_compiles if @stale && !config.readonly
+        @capture = nil # (made at the first file it has no entry for: #own_compiles)
+        @writes = !config.readonly
         @loaded_before = $LOADED_FEATURES.size
         return if @hooked
 
@@ -298,12 +303,18 @@ module Loadout
         @kept.to_h { |at| ["#{LIB_PREFIX}#{paths[at]}", [entry_at(at), at & 0x8000_0000 != 0]] }
       end
 
-      # An OwnCompiles keeping what Ruby compiles of loadout's files from now on, or nil.
+      # An OwnCompiles keeping what Ruby compiles of loadout's files from now on, or nil (a boot
+      # that writes no self cache).
       def own_compiles
+        return nil unless @writes
+
+        @opening = true
         require_relative "self_cache/own_compiles"
         OwnCompiles.new
       rescue StandardError, ScriptError
         nil
+      ensure
+        @opening = false
       end
 
       # A report when +name+ is there and fails the rule (one it cannot look at is the store's to

@@ -109,10 +109,9 @@ class SelfCacheTest < Minitest::Test
     at_exit { $stderr.puts "compiles=#{$compiles}" }
   RUBY
 
-  def counted_boot(app, lib: LIB, ruby_opts: [])
-    code = "APP = #{app.dump}
-#{COMPILES}#{PROGRAM}"
-    out, err, status = Open3.capture3(RbConfig.ruby, *ruby_opts, "-I", lib, "-e", code)
+  def counted_boot(app, lib: LIB, ruby_opts: [], env: {})
+    code = "APP = #{app.dump}\n#{COMPILES}#{PROGRAM}"
+    out, err, status = Open3.capture3(env, RbConfig.ruby, *ruby_opts, "-I", lib, "-e", code)
     assert status.success?, err
     [out, err[/served=(\d+)/, 1].to_i, err[/compiles=(\d+)/, 1].to_i, err]
   end

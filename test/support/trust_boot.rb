@@ -147,7 +147,7 @@ module Loadout
         verified = identity[2] + 10_000_000_000
         entry = cc::Entry.dump(cc::Entry::RAW, identity, verified, cc::XXH64.digest(File.binread(target)), binary,
                                path: target, realpath: target)
-        File.open(self_file, File::WRONLY | File::TRUNC) { |f| f.write(Loadout::SelfCache.dump([[target.delete_prefix(Loadout::SelfCache::LIB_PREFIX), entry]])) }
+        File.open(self_file, File::WRONLY | File::TRUNC) { |f| f.write(Loadout::SelfCache.dump([[target.delete_prefix(Loadout::SelfCache::LIB_PREFIX), entry, 0]])) }
         puts "planted"
       RUBY
 

@@ -2,10 +2,11 @@
 
 module Loadout
   module SelfCache
-    # Keeps what Ruby compiles of loadout's own files while setup runs on an empty self cache (a
-    # cold boot, a new loadout or Ruby), so the self cache written at exit is made of those
-    # compiles' binaries instead of compiling every file a second time (ISeqBuild). Loaded only
-    # then: a boot served by the self cache never compiles this file.
+    # Keeps what Ruby compiles of loadout's own files that the self cache has no entry for (all of
+    # them on a cold boot, a new loadout or Ruby; a file a boot loads for the first time, as
+    # stats.rb under LOADOUT_STATS), so the self cache written at exit is made of those compiles'
+    # binaries instead of compiling each file a second time (ISeqBuild). Loaded only then: a boot
+    # served by the self cache never compiles this file (and it is never written to it).
     #
     # The compile cache's Capture rules, for the same reasons: the file's stat is taken at the
     # miss, before Ruby reads it, and the entry is made only if it is still the file's stat after
