@@ -197,7 +197,9 @@ class RequireDecoratorsTest < Minitest::Test
         Kernel.send(:alias_method, :deco_c_require, c_require)
         Kernel.send(:alias_method, :deco_public_require, :require)
         Kernel.send(:public, :deco_public_require)
-        Kernel.singleton_class.send(:alias_method, :deco_s_require, :require)
+        # (Bundler on Ruby 3.3+ keeps the C Kernel.require as no_warning_require, behind its own.)
+        s_require = Kernel.singleton_class.method_defined?(:no_warning_require) ? :no_warning_require : :require
+        Kernel.singleton_class.send(:alias_method, :deco_s_require, s_require)
         Kernel.singleton_class.send(:private, :deco_s_require)
         $full = false
         hook.singleton_class.prepend(Module.new { def direct?(mod) = $full ? false : super })
