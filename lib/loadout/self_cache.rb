@@ -122,8 +122,9 @@ module Loadout
       # loadout's +files+ compiled with +options+ (atomically: a reader sees the old file or the
       # new one; a failed write leaves no temp file; created exclusively, with the cache's modes).
       # +known+: entries already made for some of them (kept as they were, served by digest, or
-      # made from Ruby's own compile: OwnCompiles), used instead of compiling. Entries are ISeqBuild's, negative ones included, so a file Ruby must compile is
-      # known as such, not as missing. Unreadable files are left out.
+      # made from Ruby's own compile: OwnCompiles), used instead of compiling. Entries are
+      # ISeqBuild's, negative ones included, so a file Ruby must compile is known as such, not as
+      # missing. Unreadable files are left out.
       # +captured+: the files of +known+ whose entries are CAPTURED (made from a compile without
       # knowing what -w prints: OwnCompiles).
       #: (Trust::DirHandle, String, Array[String], Hash[Symbol, untyped], ?Hash[String, String], ?captured: Array[String]) -> void
