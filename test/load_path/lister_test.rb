@@ -44,6 +44,8 @@ class LoadPathListerTest < Minitest::Test
     assert unfrozen.item.frozen?
     dotted = lister.load_dir("/gems/g1/x/../lib/")
     assert_equal ["/gems/g1/lib", :stable], [dotted.expanded, dotted.kind]
+    relative = lister.load_dir("lib", "/gems/g1")
+    assert_equal ["/gems/g1/lib", true, "lib"], [relative.expanded, relative.expanded.frozen?, relative.item]
   end
 
   # The ignore list a listing was made with is stamped in its header, compared in place.

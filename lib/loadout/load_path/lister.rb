@@ -43,7 +43,7 @@ module Loadout
         return LoadDir.new(item, nil, :opaque) unless item.start_with?("/") || cwd
 
         item = item.dup.freeze unless item.frozen? # (the app may change its String later)
-        source = item.start_with?("/") ? item : "#{cwd}/#{item}"
+        source = item.start_with?("/") ? item : "#{cwd}/#{item}".freeze
         expanded = Lister.expanded?(source) ? source : File.expand_path(source).freeze
         LoadDir.new(item, expanded, @roots.classify(expanded), source)
       end
