@@ -52,8 +52,8 @@ module Loadout
         @root_here = nil
         @binary = Encoding::BINARY # (hot path: see ARCHITECTURE.md)
         @native = BACKEND == :native ? Native : nil
-        # Native.cc_key's roots: [bytes ("" for "/"), tag], the longest first (the deepest wins).
         @spare = [] # (#lookup_key's Strings, given back by #release: one, unless threads race)
+        # Native.cc_key's roots: [bytes ("" for "/"), tag], the longest first (the deepest wins).
         @native_roots = @tags.map { |root, tag| [(root == "/" ? "" : root).b.freeze, tag.b.freeze].freeze }
                              .sort_by { |root, _| -root.bytesize }.freeze
       end
