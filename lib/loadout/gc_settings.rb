@@ -14,10 +14,25 @@ module Loadout
   # boot with the same heap either way), and a malloc limit that starts higher lets more garbage
   # accumulate between GCs, for the process's whole life (the default limits would grow towards
   # these values during the boot anyway).
+  #
+  # Ruby's malloc limit never grows past RUBY_GC_MALLOC_LIMIT_MAX (32 MiB unless set): a boot
+  # whose limit ended there (or within a few GCs' 2% decay of it) was held at that cap, a GC per
+  # 32 MiB malloced, for the rest of its boot. Starting it at the cap changes nothing then, so
+  # such a boot gets half as much again (CAPPED_MALLOC), as the limit and as its cap (a limit
+  # above the cap would fall back to the cap after the first GC that passes it). Not more: twice
+  # the cap saves few more GCs and keeps far more garbage at the boot's peak
+  # (bench/results/gc-settings-large-2026-11-28.md). A cap set by hand is kept. The rule is a
+  # fixed point: a boot started with these settings ends with the same limit and cap, and gets
+  # the same advice.
   module GCSettings
     # Ruby's own starting point (gc.c): a setting at or below it changes nothing.
     DEFAULT_SLOTS = 10_000
     DEFAULT_MALLOC = 16 * 1024 * 1024
+    # Ruby's cap on the malloc limit (gc.c GC_MALLOC_LIMIT_MAX), and the limit for a boot held there.
+    DEFAULT_MALLOC_MAX = 32 * 1024 * 1024
+    CAPPED_MALLOC = DEFAULT_MALLOC_MAX * 3 / 2
+    MIB = 1024 * 1024
+    GREW = "the limit the boot's GCs grew it to" # (why, for a limit as the boot ended it)
 
     class << self
       # What a boot ends with, as LastBoot records it ("gc.<name>").
@@ -28,7 +43,8 @@ module Loadout
                  "allocated" => stat[:total_allocated_objects], "live_slots" => stat[:heap_live_slots],
                  "slots" => stat[:heap_available_slots], "pages" => stat[:heap_allocated_pages],
                  "malloc_limit" => stat[:malloc_increase_bytes_limit],
-                 "oldmalloc_limit" => stat[:oldmalloc_increase_bytes_limit] }
+                 "oldmalloc_limit" => stat[:oldmalloc_increase_bytes_limit],
+                 "malloc_limit_max" => env_size(ENV["RUBY_GC_MALLOC_LIMIT_MAX"]) } # (only when set)
         data["time_ms"] = GC.total_time / 1_000_000 if GC.respond_to?(:total_time)
         if pools?
           GC.stat_heap.each do |i, heap|
@@ -61,16 +77,39 @@ module Loadout
         elsif gc["slots"].to_i > DEFAULT_SLOTS && !pools?
           out << ["RUBY_GC_HEAP_INIT_SLOTS", round_up(gc["slots"].to_i), "slots the boot ended with"]
         end
-        { "RUBY_GC_MALLOC_LIMIT" => "malloc_limit", "RUBY_GC_OLDMALLOC_LIMIT" => "oldmalloc_limit" }.each do |name, key|
-          limit = gc[key].to_i
-          next if limit <= DEFAULT_MALLOC
-
-          out << [name, round_up(limit, 1024 * 1024), "the limit the boot's GCs grew it to"]
-        end
+        out.concat(malloc_settings(gc["malloc_limit"].to_i, gc["malloc_limit_max"]&.to_i))
+        oldmalloc = gc["oldmalloc_limit"].to_i
+        out << ["RUBY_GC_OLDMALLOC_LIMIT", round_up(oldmalloc, MIB), GREW] if oldmalloc > DEFAULT_MALLOC
         out
       end
 
+      # The size Ruby reads from a RUBY_GC_* variable (gc.c get_envparam_size: an integer in C's
+      # notation, then k, m or g), or nil when Ruby ignores it (unset, malformed, not positive).
+      def env_size(value) #: (String?) -> Integer?
+        m = /\A\s*([+-]?(?:0[xX]\h+|0[0-7]*|[1-9]\d*))([kKmMgG]?)\s*\z/.match(value.to_s) or return nil
+        size = Integer(m[1]) * { "" => 1, "k" => 1024, "m" => MIB, "g" => 1024 * MIB }.fetch(m[2].downcase)
+        size.positive? ? size : nil
+      end
+
       private
+
+      # The malloc limit (and cap) for a boot that ended with +limit+ under +cap+, the
+      # RUBY_GC_MALLOC_LIMIT_MAX it ran with (nil: not set, Ruby's own cap).
+      def malloc_settings(limit, cap)
+        # (Near the cap: each GC that stays under the limit lowers it by 2%, gc.c.)
+        if cap.nil? && limit >= DEFAULT_MALLOC_MAX * 9 / 10
+          [["RUBY_GC_MALLOC_LIMIT", CAPPED_MALLOC,
+            "the boot's limit was held at Ruby's 32 MiB cap: half as much again"],
+           ["RUBY_GC_MALLOC_LIMIT_MAX", CAPPED_MALLOC, "the cap, so the limit stays there"]]
+        elsif limit <= DEFAULT_MALLOC
+          []
+        elsif cap.nil?
+          [["RUBY_GC_MALLOC_LIMIT", round_up(limit, MIB), GREW]]
+        else # RUBY_GC_MALLOC_LIMIT_MAX was set (by these settings or by hand): kept as it was
+          [["RUBY_GC_MALLOC_LIMIT", round_up(limit, MIB), GREW],
+           ["RUBY_GC_MALLOC_LIMIT_MAX", cap, "the cap this boot ran with"]]
+        end
+      end
 
       def round_up(value, step = 1000)
         ((value + step - 1) / step) * step

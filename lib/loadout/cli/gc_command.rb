@@ -74,7 +74,8 @@ module Loadout
         out.puts "The trade: the heap is reserved when the process starts (about #{reserved_mb(gc)} MB) instead of " \
                  "grown during the boot; the boot ends with the same heap either way. Higher malloc limits let more " \
                  "garbage build up between GCs for the life of the process (Ruby's own limits grow to these values " \
-                 "during the boot anyway). Measured in the README (Performance)."
+                 "during the boot anyway, but for a limit past Ruby's 32 MiB cap). Measured in the README " \
+                 "(Performance)."
       end
 
       def slots(gc)
