@@ -125,6 +125,10 @@ entry_source = Loadout::Bench::AppGenerator.entry_point(layout: opts[:layout])
 File.write(entry, entry_source) unless File.read(entry) == entry_source
 rb_files = Dir.glob(File.join(app, "**/*.rb")).size
 
+# What a boot leaves running is reparented to us: waited for and counted. Before Bundler.setup:
+# the subreaper loads fiddle, a bundled gem on Ruby 4.0, which Bundler warns about once it is set
+# up and fiddle is not in the Gemfile.
+Bench::Subreaper.enable
 bs = bootsnap_env
 BS = bs # (probe_state boots too)
 OPTS = opts
@@ -172,9 +176,7 @@ end
 # Runs one boot; returns [seconds, digest line]. The child gets its own process group, and the
 # timing stops when the child exits, but the next boot waits until the whole group is gone: a
 # cache may finish its writes in another process (loadout does not), and a warm run must not
-# race it.
-Bench::Subreaper.enable # what a boot leaves running is reparented to us: waited for and counted
-
+# race it. (Bench::Subreaper is enabled before Bundler.setup, above.)
 def boot(app, mode, bs, dev, prefix: [])
   out_r, out_w = IO.pipe
   cpu_before = Process.times
