@@ -84,12 +84,13 @@ OptionParser.new do |o|
        "run each shape (small, default, large, unbundled) in turn and compare them in one table") do |v|
     opts[:shapes] = v.split(",")
   end
-  o.on("--out FILE", "results file (default bench/results/boot-<date>.md)") { |v| opts[:out] = v }
+  o.on("--out FILE", "results file (default bench/results/boot-<date>.md; with --shapes the side-by-side table, " \
+                     "each shape's beside it as FILE-<shape>.md)") { |v| opts[:out] = v }
 end.parse!(ARGV)
 
 if opts[:shapes]
   require_relative "support/boot_shapes"
-  exit Loadout::Bench::BootShapes.new(opts[:shapes], ARGS, __FILE__).run
+  exit Loadout::Bench::BootShapes.new(opts[:shapes], ARGS, __FILE__, out: opts[:out]).run
 end
 
 def median(values)

@@ -10,7 +10,10 @@ module Loadout
   module Bench
     # `bench/boot.rb --shapes small,default,large,unbundled`: runs bench/boot.rb once per app shape
     # (each with its own interleaved rounds of plain Ruby, Bootsnap and loadout, and the other
-    # options given), reads each run's last line, and prints the shapes side by side.
+    # options given), reads each run's last line, and prints the shapes side by side. The tables
+    # go to bench/results/boot-shapes-<date>.md and boot-<shape>-<date>.md, or with --out FILE
+    # to FILE and FILE's name with -<shape> before its extension (a run that must not replace
+    # the day's files).
     class BootShapes
       FLAGS = { "small" => %w[--small], "default" => [], "large" => %w[--large], "unbundled" => %w[--unbundled] }.freeze
       COLUMNS = [["warm CPU vs Bootsnap", "warm_cpu_vs_bootsnap"],
@@ -18,7 +21,7 @@ module Loadout
                  ["Bootsnap with them vs Bootsnap", "bootsnap_gc_warm_cpu_vs_bootsnap"],
                  ["cold CPU vs plain", "cold_cpu_vs_plain"]].freeze
 
-      def initialize(shapes, args, script)
+      def initialize(shapes, args, script, out: nil)
         unknown = shapes - FLAGS.keys
         unless unknown.empty?
           raise ArgumentError, "--shapes: unknown shape(s) #{unknown.join(", ")} (one of #{FLAGS.keys.join(", ")})"
@@ -27,11 +30,12 @@ module Loadout
         @shapes = shapes
         @args = strip(args)
         @script = script
+        @out = out && File.expand_path(out)
       end
 
       def run
         results = @shapes.to_h do |shape|
-          out = File.expand_path("../results/boot-#{shape}-#{Time.now.utc.strftime("%Y-%m-%d")}.md", __dir__)
+          out = path_for(shape)
           cmd = [RbConfig.ruby, @script, *FLAGS.fetch(shape), *@args, "--out", out]
           warn "bench boot: shape #{shape}: #{cmd.drop(1).join(" ")}"
           line = IO.popen(cmd, &:read).lines.grep(/\Abench boot: /).last or
@@ -39,13 +43,24 @@ module Loadout
           [shape, line.delete_prefix("bench boot: ").split.to_h { |kv| kv.split("=", 2) }]
         end
         lines = report(results)
-        out = File.expand_path("../results/boot-shapes-#{Time.now.utc.strftime("%Y-%m-%d")}.md", __dir__)
+        out = path_for("shapes")
         File.write(out, "#{lines.join("\n")}\n")
         puts lines, "results: #{out}"
         results.values.all? { |r| r["features_equal"] == "true" } ? 0 : 1
       end
 
       private
+
+      # Where the table of +name+ (a shape, or "shapes" for the side-by-side one) is written.
+      def path_for(name)
+        unless @out
+          return File.expand_path("../results/boot-#{name}-#{Time.now.utc.strftime("%Y-%m-%d")}.md", __dir__)
+        end
+        return @out if name == "shapes"
+
+        ext = File.extname(@out)
+        "#{@out.delete_suffix(ext)}-#{name}#{ext}"
+      end
 
       # The options every shape shares: not the size presets and not --shapes/--out.
       def strip(args)
@@ -75,8 +90,8 @@ module Loadout
         end
         ["# Boot benchmark, every shape, #{Time.now.utc.iso8601}", "",
          "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs. Command: `ruby bench/boot.rb --shapes " \
-         "#{@shapes.join(",")} #{@args.join(" ")}`. Ratios are per-round medians of CPU (user+sys) of warm boots; " \
-         "each shape's own table is in bench/results/boot-<shape>-<date>.md.", "",
+         "#{@shapes.join(",")} #{@args.join(" ")}#{" --out #{@out}" if @out}`. Ratios are per-round medians of CPU " \
+         "(user+sys) of warm boots; each shape's own table is in #{File.basename(path_for("<shape>"))}.", "",
          ::Bench.table(rows, headers)]
       end
 
