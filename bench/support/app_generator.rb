@@ -308,7 +308,8 @@ module Loadout
         require "digest"
         features = $LOADED_FEATURES.select { |f| f.start_with?("#{app}/") }.map { |f| f.delete_prefix("#{app}/") }
         puts "digest=#{Digest::SHA256.hexdigest([features, locales, data, AUTOLOADED.size].inspect)} features=#{features.size}"
-        puts "stats objects=#{GC.stat(:total_allocated_objects)} gc=#{GC.count}"
+        # (JRuby's GC.stat has no allocation count: bench/jruby_index.rb boots this entry point too.)
+        puts "stats objects=#{GC.stat[:total_allocated_objects]} gc=#{GC.count}"
       RUBY
       private_constant :BOOT
 

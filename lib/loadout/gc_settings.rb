@@ -35,9 +35,12 @@ module Loadout
     GREW = "the limit the boot's GCs grew it to" # (why, for a limit as the boot ended it)
 
     class << self
-      # What a boot ends with, as LastBoot records it ("gc.<name>").
-      #: () -> Hash[String, Integer]
-      def snapshot
+      # What a boot ends with, as LastBoot records it ("gc.<name>"); nil off CRuby, whose
+      # RUBY_GC_* these are (JRuby's GC.stat asks the JVM's management beans: tens of ms a boot).
+      #: (?engine: String) -> Hash[String, Integer]?
+      def snapshot(engine: RUBY_ENGINE)
+        return nil unless engine == "ruby"
+
         stat = GC.stat
         data = { "count" => stat[:count], "minor" => stat[:minor_gc_count], "major" => stat[:major_gc_count],
                  "allocated" => stat[:total_allocated_objects], "live_slots" => stat[:heap_live_slots],

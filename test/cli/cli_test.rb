@@ -37,6 +37,18 @@ class CLITest < Minitest::Test
     assert_match(/^Usage: loadout/, run.err)
   end
 
+  # On CRuby, test/gc/gc_settings_test.rb has what it prints instead.
+  test "loadout gc off CRuby says the RUBY_GC_* settings are CRuby's, exit 0" do
+    skip "#{RUBY_ENGINE} is CRuby: loadout gc recommends settings here" if ISEQ
+
+    with_app do |app|
+      run = cli("gc", app: app)
+      assert_equal 0, run.status
+      assert_empty run.out
+      assert_includes run.err, "the RUBY_GC_* settings are CRuby's; #{RUBY_ENGINE}'s heap is the JVM's"
+    end
+  end
+
   test "--help, help and -h print the usage on stdout and exit 0" do
     with_app do |app|
       %w[--help help -h].each do |arg|

@@ -105,6 +105,13 @@ class GCSettingsTest < Minitest::Test
     assert_operator with, :<, count
   end
 
+  test "off CRuby a boot records no GC figures (JRuby's GC.stat asks the JVM, and RUBY_GC_* are CRuby's)" do
+    assert_nil SETTINGS.snapshot(engine: "jruby")
+    assert_kind_of Integer, SETTINGS.snapshot(engine: "ruby")["count"]
+    record = Loadout::LastBoot.snapshot([], 0.01, false)
+    assert_kind_of Hash, record["gc"] # (this is CRuby: the figures are there)
+  end
+
   test "loadout gc before any boot says how to record one" do
     with_files([["Gemfile", ""]]) do |app|
       out = StringIO.new

@@ -18,6 +18,7 @@ class StoreCRC32CTest < Minitest::Test
       seed = rng.rand(2**32)
       expected = crc.crc32c(s, seed)
       assert_equal crc.crc32c(s.byteslice(s.bytesize / 2..), crc.crc32c(s.byteslice(0, s.bytesize / 2), seed)), expected
+      assert_equal crc.ruby_crc32c(s, seed), expected # (on JRuby, .crc32c is the JVM's)
       next unless Loadout::BACKEND == :native
 
       assert_equal expected, Loadout::Native.store_crc32c(s, seed)
@@ -25,6 +26,34 @@ class StoreCRC32CTest < Minitest::Test
       next if s.empty?
 
       assert_equal expected, Loadout::Native.store_crc32c(s.byteslice(1..).to_s, crc.crc32c(s.byteslice(0, 1), seed))
+    end
+  end
+
+  # The JVM's CRC32C (JRuby) cannot start from a seed: a seeded call feeds it these four bytes
+  # first. Checked against the Ruby twin on every engine, for seeds that stress each byte.
+  test "CRC-32C: the forcing bytes have the seed as their CRC, and continue from it" do
+    crc = Loadout::Store.const_get(:CRC32C)
+    rng = Random.new(3)
+    seeds = [0, 1, 0xffffffff, 0x80000000, 0xE3069283] + Array.new(200) { rng.rand(2**32) }
+    seeds.each do |seed|
+      bytes = crc.forcing_bytes(seed)
+      assert_equal 4, bytes.bytesize
+      assert_equal seed, crc.ruby_crc32c(bytes), "seed #{seed}"
+      s = rng.bytes(rng.rand(0..40))
+      assert_equal crc.ruby_crc32c(s, seed), crc.ruby_crc32c(bytes + s), "seed #{seed}"
+    end
+  end
+
+  test "CRC-32C: on JRuby the JVM's class computes it" do
+    crc = Loadout::Store.const_get(:CRC32C)
+    skip "JRuby only (#{RUBY_ENGINE} has no java.util.zip.CRC32C)" unless RUBY_ENGINE == "jruby"
+
+    refute_nil crc::JAVA, "java.util.zip.CRC32C (Java 9+) not found"
+    rng = Random.new(5)
+    50.times do
+      s = rng.bytes(rng.rand(0..3000))
+      seed = rng.rand(2) == 0 ? 0 : rng.rand(2**32)
+      assert_equal crc.ruby_crc32c(s, seed), crc.crc32c(s, seed)
     end
   end
 

@@ -21,6 +21,11 @@ module Loadout
         end
         return 0 unless ctx
 
+        unless RUBY_ENGINE == "ruby"
+          @cli.err.puts "loadout gc: the RUBY_GC_* settings are CRuby's; #{RUBY_ENGINE}'s heap is the JVM's " \
+                        "(JAVA_OPTS=-Xms...), so there is nothing to recommend here and boots record no GC figures"
+          return 0
+        end
         record = LastBoot.read(ctx.store_path)
         gc = record && record.filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h
         if gc.nil? || gc.empty?
