@@ -25,7 +25,9 @@ module Loadout
 
   class << self
     # Turns loadout on for this process (see README "Usage"); bad options raise ConfigError.
-    # Returns true, or false when an earlier call already set up (see Boot.setup).
+    # Returns true, or false when an earlier call already set up (see Boot.setup), when the
+    # config says loadout cannot run here (one warning), or when CRuby runs without the
+    # extension (Native.missing: warned when loadout was loaded).
     #: (**untyped) -> bool
     def setup(**options)
       __boot(Config.new(**options))
@@ -37,6 +39,7 @@ module Loadout
         warn "loadout: #{config.problem}; running without loadout"
         return false
       end
+      return false if Native.missing # (said when loadout was loaded: plain Ruby)
 
       # A second setup call loads nothing (Boot keeps the first): no self cache to read. (Boot
       # is looked at only once loaded: loading it here would compile it outside the self cache.)

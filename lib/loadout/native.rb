@@ -39,6 +39,16 @@ module Loadout
       EnvBoolean.read(env, "LOADOUT_PURE", false)
     end
 
+    @missing = nil
+
+    # Why CRuby runs without the extension it should have (a gem installed without a compiler,
+    # a build that failed), or nil. Loadout.setup then leaves the process to plain Ruby: on the
+    # Ruby twins its own setup costs more than the caches save on most apps (README, "Without
+    # the extension"). LOADOUT_PURE=1 is not a missing extension: it asks for the twins.
+    def self.missing #: () -> String?
+      @missing
+    end
+
     def self.load_extension #: () -> Symbol
       return :ruby if pure_requested?
       return :ruby unless RUBY_ENGINE == "ruby"
@@ -47,10 +57,13 @@ module Loadout
       :native
     rescue LoadError => e
       # A missing build is a supported configuration (gem installed without a compiler), but it
-      # costs speed, so say so once, with the way to get it. LOADOUT_PURE=1 silences it (and
-      # loadout's own worker processes get it, so one command warns once).
-      warn "loadout: native extension unavailable (#{e.message}); using the pure-Ruby backend, which is " \
-           "slower. #{build_hint} (or set LOADOUT_PURE=1 to use the Ruby backend without this warning)"
+      # costs the boot caches, so say so once, with the way to get it. LOADOUT_PURE=1 silences it
+      # (and loadout's own worker processes get it, so one command warns once).
+      @missing = e.message
+      warn "loadout: native extension unavailable (#{e.message}); Loadout.setup leaves the app to plain Ruby " \
+           "(the pure-Ruby backend would boot most apps slower than that) and the rest of loadout uses that " \
+           "backend. #{build_hint} (or set LOADOUT_PURE=1 to use the pure-Ruby backend everywhere, without this " \
+           "warning)"
       :ruby
     end
 
