@@ -72,7 +72,7 @@ module Loadout
         @installed.reverse_each { |mod| guard("uninstall #{mod}") { mod.uninstall! } }
         @installed = []
         @off = {}
-        Stats.off.clear
+        Stats.off.clear unless Loadout.autoload?(:Stats)
         guard("close the store") { @store&.close }
         @store&.__dir&.close if @store.respond_to?(:__dir)
         @store = nil
@@ -187,7 +187,8 @@ module Loadout
 
       def turn_off(component, reason)
         @off[component] = reason
-        Stats.off[component] = reason
+        # (Told only to a Stats that LOADOUT_STATS or LOADOUT_LOG loaded: other boots load none of it.)
+        Stats.off[component] = reason unless Loadout.autoload?(:Stats)
         Instrumentation.emit(:off, RUBY_ENGINE, cache: component, reason: reason)
         nil
       end

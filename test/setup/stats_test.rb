@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "stringio"
+require "tmpdir"
 require "loadout/stats"
 
 class StatsTest < Minitest::Test
@@ -44,6 +45,29 @@ class StatsTest < Minitest::Test
     times = Loadout::Stats.timings.to_h { |t, f| [f, t.round(6)] }
     assert_equal({ "inner" => 0.1, "outer" => 0.015 }, times)
     assert_equal({ calls: 4, loaded: 2, failed: 1 }, Loadout::Stats.requires)
+  end
+
+  # On JRuby Boot turns the index and the ISeq cache off on every boot; the words for it belong to
+  # the report, which a boot without LOADOUT_STATS never loads (24 ms of JRuby's setup).
+  test "a component Boot turns off loads no Stats unless LOADOUT_STATS asks; with it the report says why" do
+    script = <<~'RUBY'
+      require "loadout"
+      Loadout::Boot.singleton_class.prepend(Module.new do
+        def unsupported(part)
+          part == :load_path ? "said by the test" : super
+        end
+      end)
+      Loadout.setup(cache_dir: ARGV[0], stats: ARGV[1] == "1")
+      print $LOADED_FEATURES.grep(%r{/loadout/stats(/|\.rb)}).size
+    RUBY
+    Dir.mktmpdir("loadout-stats-off") do |dir|
+      quiet = run_ruby!(script, args: [File.join(dir, "c1"), "0"], env: { "LOADOUT_STATS" => nil })
+      assert_equal "0", quiet.stdout
+      assert_empty quiet.stderr
+      watched = run_ruby!(script, args: [File.join(dir, "c2"), "1"], env: { "LOADOUT_STATS" => nil })
+      refute_equal "0", watched.stdout
+      assert_match(/^\s*load_path:\s+off \(said by the test\)$/, watched.stderr)
+    end
   end
 
   test "the report lists the slowest requires by self time, at most 10" do
