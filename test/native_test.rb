@@ -34,8 +34,8 @@ class NativeTest < Minitest::Test
     end
   end
 
-  def ruby_in(dir, script, *args)
-    Open3.capture3({ "LOADOUT_PURE" => nil, "RUBYOPT" => nil }, RbConfig.ruby, "-I", File.join(dir, "lib"),
+  def ruby_in(dir, script, *args, env: {})
+    Open3.capture3({ "LOADOUT_PURE" => nil, "RUBYOPT" => nil }.merge(env), RbConfig.ruby, "-I", File.join(dir, "lib"),
                    "-e", script, *args)
   end
 
@@ -99,8 +99,7 @@ class NativeTest < Minitest::Test
       assert_equal 1, err.lines.size, err
       refute File.exist?(cache), "nothing written: the cache dir was never made"
 
-      out, err, status = Open3.capture3({ "LOADOUT_PURE" => "1", "RUBYOPT" => nil }, RbConfig.ruby, "-I",
-                                        File.join(dir, "lib"), "-e", script, cache)
+      out, err, status = ruby_in(dir, script, cache, env: { "LOADOUT_PURE" => "1" })
       assert status.success?, err
       assert_equal "true Boot,Store,CompileCache,LoadPath trust: :sometimes is not accepted", out
       assert_empty err
