@@ -35,11 +35,17 @@ module Loadout
     GREW = "the limit the boot's GCs grew it to" # (why, for a limit as the boot ended it)
 
     class << self
-      # What a boot ends with, as LastBoot records it ("gc.<name>"); nil off CRuby, whose
-      # RUBY_GC_* these are (JRuby's GC.stat asks the JVM's management beans: tens of ms a boot).
+      # Whether these settings mean anything on +engine+: RUBY_GC_* are CRuby's (JRuby's heap is
+      # the JVM's, and its GC.stat asks the JVM's management beans: tens of ms a boot).
+      #: (?String) -> bool
+      def applies?(engine = RUBY_ENGINE)
+        engine == "ruby"
+      end
+
+      # What a boot ends with, as LastBoot records it ("gc.<name>"); nil where they do not apply.
       #: (?engine: String) -> Hash[String, Integer]?
       def snapshot(engine: RUBY_ENGINE)
-        return nil unless engine == "ruby"
+        return nil unless applies?(engine)
 
         stat = GC.stat
         data = { "count" => stat[:count], "minor" => stat[:minor_gc_count], "major" => stat[:major_gc_count],

@@ -106,6 +106,7 @@ class GCSettingsTest < Minitest::Test
   end
 
   test "off CRuby a boot records no GC figures (JRuby's GC.stat asks the JVM, and RUBY_GC_* are CRuby's)" do
+    refute SETTINGS.applies?("jruby")
     assert_nil SETTINGS.snapshot(engine: "jruby")
     assert_kind_of Integer, SETTINGS.snapshot(engine: "ruby")["count"]
     record = Loadout::LastBoot.snapshot([], 0.01, false)

@@ -21,7 +21,7 @@ module Loadout
         end
         return 0 unless ctx
 
-        unless RUBY_ENGINE == "ruby"
+        unless GCSettings.applies?
           @cli.err.puts "loadout gc: the RUBY_GC_* settings are CRuby's; #{RUBY_ENGINE}'s heap is the JVM's " \
                         "(JAVA_OPTS=-Xms...), so there is nothing to recommend here and boots record no GC figures"
           return 0
