@@ -57,6 +57,8 @@ module Loadout
             readonly = true
           end
           # Read-only with nothing to read: there is nothing to gain, and nothing to warn about.
+          # (Loadout.__boot returns before loading any of this when readonly was asked for and no
+          # store file is there; this also covers a dir found unwritable, and an unreadable store.)
           return nil if readonly && !readable?(dir, name)
 
           store_class = yield or return nil
