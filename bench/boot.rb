@@ -140,8 +140,14 @@ ZEITWERK = LAYERS ? Bench.gem_paths("zeitwerk") : []
 # cache of the same tool without them.
 CACHES = %w[bootsnap loadout bootsnap_lp loadout_lp bootsnap_cc loadout_cc]
          .to_h { |m| [m, File.join(app, "tmp/cache-#{m}")] }
-         .then { |c| c.merge("loadout_gc" => c["loadout"], "bootsnap_gc" => c["bootsnap"]) }.freeze
+         .then do |c|
+           c.merge("loadout_gc" => c["loadout"], "bootsnap_gc" => c["bootsnap"],
+                   "loadout_prelude" => c["loadout"], "bootsnap_prelude" => c["bootsnap"])
+         end.freeze
 GC_ENV = {} # filled before the rounds (see below)
+# The "_prelude" modes boot with `loadout prelude`'s directory on RUBYLIB (made before the rounds),
+# on the cache of the same tool without it.
+PRELUDE_DIR = File.join(app, "tmp/prelude")
 # The floor scenarios' recording (bench/support/boot_floor.rb), made once per run by "floor_learn".
 FLOOR_FILE = File.join(app, "tmp/floor.marshal")
 BASE_ENV = ENV.keys.grep(/\A(BUNDLE|BUNDLER|RUBYOPT|RUBYLIB|LOADOUT_|BOOTSNAP_|DISABLE_BOOTSNAP|GEM_HOME|RUBY_GC_)/)
@@ -160,8 +166,9 @@ end
 def env_for(mode, bs, dev)
   tool, layers = mode.split("_")
   env = BASE_ENV.merge("BENCH_MODE" => tool, "BENCH_DEV" => dev ? "1" : "0",
-                       "BENCH_LAYERS" => layers && layers != "gc" ? layers : "all")
+                       "BENCH_LAYERS" => layers && !%w[gc prelude].include?(layers) ? layers : "all")
   env.merge!(GC_ENV) if layers == "gc"
+  env["RUBYLIB"] = PRELUDE_DIR if layers == "prelude"
   env["BENCH_CACHE"] = CACHES[mode] if CACHES[mode]
   if tool == "floor" # "floor_learn", "floor_warm", "floor_lp_warm", "floor_cold": the phase rides in the mode
     env.merge!("BENCH_FLOOR_PHASE" => layers, "BENCH_FLOOR_LIB" => File.join(__dir__, "support/boot_floor.rb"),
@@ -210,10 +217,13 @@ LAYERED = %w[bootsnap_lp_warm loadout_lp_warm bootsnap_cc_warm loadout_cc_warm].
 FLOORS = %w[floor_warm floor_lp_warm floor_cold].freeze
 # Warm boots with the GC settings `loadout gc` recommends for this app (both tools, same settings).
 GC_TUNED = %w[bootsnap_gc_warm loadout_gc_warm].freeze
+# Warm boots with `loadout prelude`'s directory on RUBYLIB (both tools: it serves Ruby's own
+# files before either is loaded).
+PRELUDED = %w[bootsnap_prelude_warm loadout_prelude_warm].freeze
 # Warm scenarios whose cache another phase's touch can leave stale: settled by an untimed boot.
-SETTLED = (LAYERED + GC_TUNED).freeze
+SETTLED = (LAYERED + GC_TUNED + PRELUDED).freeze
 ALL_SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
-                 (LAYERS ? LAYERED + FLOORS : []) + GC_TUNED).freeze
+                 (LAYERS ? LAYERED + FLOORS : []) + GC_TUNED + PRELUDED).freeze
 unknown = (opts[:only] || []) - ALL_SCENARIOS
 unless unknown.empty?
   abort "bench boot: --only: unknown scenario(s) #{unknown.join(", ")} (one of #{ALL_SCENARIOS.join(", ")})"
@@ -299,6 +309,18 @@ unless (SCENARIOS & GC_TUNED).empty?
   gc = recorded.filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h
   Loadout::GCSettings.recommend(gc).each { |name, value, _| GC_ENV[name] = value.to_s }
   warn "bench boot: GC settings for the _gc scenarios: #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}"
+end
+# `loadout prelude` for this app, as its README says (the CLI, with the Ruby that boots it). The
+# bench apps put their gems on $LOAD_PATH themselves: a Gemfile path that does not exist keeps the
+# CLI from taking this repository's Gemfile (the app dir is inside it) for the app's.
+unless (SCENARIOS & PRELUDED).empty?
+  FileUtils.rm_rf(PRELUDE_DIR)
+  prelude_env = BASE_ENV.merge("BUNDLE_GEMFILE" => File.join(app, "Gemfile"))
+  prelude_env["GEM_PATH"] = bs[:gem_path] if bs
+  out, status = Open3.capture2e(prelude_env, RbConfig.ruby, "-I", File.join(ROOT, "lib"),
+                                File.join(ROOT, "exe/loadout"), "prelude", "--dir", PRELUDE_DIR, chdir: app)
+  abort "bench boot: loadout prelude failed:\n#{out}" unless status.success?
+  warn "bench boot: #{out.lines.first.strip}"
 end
 opts[:rounds].times do |round|
   SCENARIOS.each do |scenario|
@@ -458,6 +480,15 @@ unless GC_ENV.empty? || cpus["loadout_gc_warm"].empty?
            "#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)}; loadout with them against loadout without: " \
            "#{round_ratio.("loadout_gc_warm", "loadout_warm", cpus)}."
 end
+unless cpus["loadout_prelude_warm"].empty?
+  lines << ""
+  lines << "Prelude (`loadout prelude`'s directory on RUBYLIB: RubyGems' own files served compiled before " \
+           "either tool loads). CPU per round against Bootsnap's warm boot without it: loadout with it " \
+           "#{round_ratio.("loadout_prelude_warm", "bootsnap_warm", cpus)}, Bootsnap with it " \
+           "#{round_ratio.("bootsnap_prelude_warm", "bootsnap_warm", cpus)}; " \
+           "loadout with it against loadout without: " \
+           "#{round_ratio.("loadout_prelude_warm", "loadout_warm", cpus)}."
+end
 notes.uniq.each { |n| lines << "- #{n}" }
 unless parallel_rows.empty?
   lines << ""
@@ -490,6 +521,10 @@ puts "bench boot: plain_s=#{fmt.(med["plain"])} bootsnap_cold_s=#{fmt.(med["boot
      "cold_cpu_vs_plain=#{cold_total.("loadout_cold")} " \
      "gc_warm_cpu_vs_bootsnap=#{round_ratio.("loadout_gc_warm", "bootsnap_warm", cpus)} " \
      "bootsnap_gc_warm_cpu_vs_bootsnap=#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)} " \
+     "prelude_warm_cpu_vs_bootsnap=#{round_ratio.("loadout_prelude_warm", "bootsnap_warm", cpus)} " \
+     "bootsnap_prelude_warm_cpu_vs_bootsnap=#{round_ratio.("bootsnap_prelude_warm", "bootsnap_warm", cpus)} " \
+     "loadout_prelude_warm_objects=#{med_obj["loadout_prelude_warm"] || "n/a"} " \
+     "loadout_prelude_warm_instructions=#{extra["loadout_prelude_warm"][:instructions] || "n/a"} " \
      "loadout_warm_instructions=#{extra["loadout_warm"][:instructions] || "n/a"} " \
      "bootsnap_warm_instructions=#{extra["bootsnap_warm"][:instructions] || "n/a"}" \
      "#{" floor_warm_s=#{fmt.(med["floor_warm"])} floor_lp_warm_s=#{fmt.(med["floor_lp_warm"])} " \

@@ -19,6 +19,8 @@ module Loadout
       COLUMNS = [["warm CPU vs Bootsnap", "warm_cpu_vs_bootsnap"],
                  ["with `loadout gc` settings vs Bootsnap", "gc_warm_cpu_vs_bootsnap"],
                  ["Bootsnap with them vs Bootsnap", "bootsnap_gc_warm_cpu_vs_bootsnap"],
+                 ["with `loadout prelude` vs Bootsnap", "prelude_warm_cpu_vs_bootsnap"],
+                 ["Bootsnap with it vs Bootsnap", "bootsnap_prelude_warm_cpu_vs_bootsnap"],
                  ["cold CPU vs plain", "cold_cpu_vs_plain"]].freeze
 
       def initialize(shapes, args, script, out: nil)
@@ -81,18 +83,26 @@ module Loadout
 
       def report(results)
         headers = ["shape", *COLUMNS.map(&:first), "objects loadout / Bootsnap", "GCs loadout / Bootsnap",
-                   "instructions loadout / Bootsnap", "same features"]
+                   "instructions loadout / Bootsnap", "with `loadout prelude`: objects, instructions", "same features"]
         rows = results.map do |shape, r|
           [shape, *COLUMNS.map { |_, key| r[key] },
            "#{r["loadout_warm_objects"]} / #{r["bootsnap_warm_objects"]}",
            "#{r["loadout_warm_gc"]} / #{r["bootsnap_warm_gc"]}",
-           instructions(r), r["features_equal"]]
+           instructions(r), prelude(r), r["features_equal"]]
         end
         ["# Boot benchmark, every shape, #{Time.now.utc.iso8601}", "",
          "Machine: #{RUBY_DESCRIPTION}; #{Etc.nprocessors} CPUs. Command: `ruby bench/boot.rb --shapes " \
          "#{@shapes.join(",")} #{@args.join(" ")}#{" --out #{@out}" if @out}`. Ratios are per-round medians of CPU " \
          "(user+sys) of warm boots; each shape's own table is in #{File.basename(path_for("<shape>"))}.", "",
          ::Bench.table(rows, headers)]
+      end
+
+      def prelude(result)
+        objects = result["loadout_prelude_warm_objects"]
+        return "n/a" unless objects.to_s.match?(/\A\d+\z/)
+
+        lo = result["loadout_prelude_warm_instructions"]
+        "#{objects}, #{lo.to_s.match?(/\A\d+\z/) ? format("%.2fG", lo.to_i / 1e9) : "n/a (--valgrind)"}"
       end
 
       def instructions(result)

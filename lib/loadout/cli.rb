@@ -26,6 +26,7 @@ module Loadout
     autoload :CheckFiles, File.expand_path("cli/check_files", __dir__)
     autoload :Bench, File.expand_path("cli/bench", __dir__)
     autoload :GCCommand, File.expand_path("cli/gc_command", __dir__)
+    autoload :PreludeCommand, File.expand_path("cli/prelude_command", __dir__)
 
     COMMANDS = {
       "precompile" => "fill the caches for the next boot (boot the app with -- COMMAND; walk dirs; build the index)",
@@ -35,6 +36,7 @@ module Loadout
       "clean" => "delete cache entries (--all, or by --kind / --variant)",
       "bench" => "time this app's boot: plain Ruby, and loadout cold, warm and CI-style",
       "gc" => "the RUBY_GC_* settings for this app's boot, from what the last boot ended with",
+      "prelude" => "serve RubyGems' and Bundler's own files compiled to every Ruby process (a RUBYLIB dir)",
       "version" => "print the version"
     }.freeze
 
@@ -128,6 +130,10 @@ module Loadout
 
     def gc_command(argv)
       GCCommand.new(self, argv).run
+    end
+
+    def prelude_command(argv)
+      PreludeCommand.new(self, argv).run
     end
 
     def version_command(argv)

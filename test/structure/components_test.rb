@@ -20,6 +20,7 @@ class ComponentsTest < Minitest::Test
     "rake" => %w[rake_memo],
     "rake_tasks" => %w[cli error],
     "rake_memo" => %w[],
+    "prelude" => %w[loadout compile_cache trust],
     "cli" => %w[loadout env boot compile_cache load_path store config eviction last_boot loaded_files self_cache scan
                 trust gc_settings app_root error native version],
     "boot" => %w[compile_cache load_path store config eviction last_boot loaded_files stats trust error

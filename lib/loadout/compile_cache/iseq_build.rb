@@ -39,20 +39,8 @@ module Loadout
           source = Trust.read_source(path) or return nil
           digest = XXH64.digest(source)
           negative = ->(why) { Entry.dump(Entry::NEGATIVE, identity, verified, digest, why.to_s) }
-          # A literal "<main>" is the same object as the label it would be renamed with.
-          return negative.call(:label_literal) if source.include?("<main>")
-
-          begin
-            iseq, warned = compile_watching_warnings(path, options, true)
-            # Ruby prints parse warnings each time it compiles the file; a cached ISeq would not.
-            # Warnings shown at the default level make the file Ruby's to compile; warnings shown
-            # only under -w make it Ruby's only in processes that run with -w.
-            return negative.call(:compile_warnings) if warned && compile_watching_warnings(path, options, false)[1]
-          rescue SyntaxError, ScriptError
-            return negative.call(:syntax_error)
-          end
-          binary = ISeqBinary.rewrite(iseq.to_binary, {}, labels: true)
-          return negative.call(:format) unless binary && loads_as?(binary, iseq)
+          binary, warned, iseq = binary_for(path, source, options)
+          return negative.call(warned) unless binary
 
           flags = Entry::RAW
           flags |= Entry::VERBOSE_WARNINGS if warned
@@ -64,6 +52,30 @@ module Loadout
           Entry.dump(flags, identity, verified, digest, binary, path: iseq.path, realpath: iseq.absolute_path.to_s)
         rescue SystemCallError, IOError
           nil
+        end
+
+        # What Ruby's require would run of +source+ (the file at +path+, compiled with +options+): [the
+        # ISeq binary, with Ruby's labels (ISeqBinary), whether the compile warns under -w only, the
+        # ISeq], or [nil, why] when Ruby must compile the file itself. (Also what `loadout prelude`
+        # records, so the prelude serves what the compile cache would.)
+        #: (String, String, Hash[Symbol, untyped]) -> [String?, untyped, RubyVM::InstructionSequence?]
+        def binary_for(path, source, options)
+          # A literal "<main>" is the same object as the label it would be renamed with.
+          return [nil, :label_literal] if source.include?("<main>")
+
+          begin
+            iseq, warned = compile_watching_warnings(path, options, true)
+            # Ruby prints parse warnings each time it compiles the file; a cached ISeq would not.
+            # Warnings shown at the default level make the file Ruby's to compile; warnings shown
+            # only under -w make it Ruby's only in processes that run with -w.
+            return [nil, :compile_warnings] if warned && compile_watching_warnings(path, options, false)[1]
+          rescue SyntaxError, ScriptError
+            return [nil, :syntax_error]
+          end
+          binary = ISeqBinary.rewrite(iseq.to_binary, {}, labels: true)
+          return [nil, :format] unless binary && loads_as?(binary, iseq)
+
+          [binary, warned, iseq]
         end
 
         private

@@ -1,0 +1,191 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "stringio"
+require "loadout/cli"
+
+# `loadout prelude` and its shim (lib/loadout/prelude/rubygems.rb): Ruby processes started with
+# the directory on RUBYLIB against the same processes without it, in subprocesses.
+class PreludeTest < Minitest::Test
+  include Loadout::TestSupport::Subprocess
+
+  # What a process started with nothing of the test's environment sees of its own start (the
+  # shim's constant aside: the one trace it leaves, by design).
+  REPORT = <<~'RUBY'
+    puts $LOADED_FEATURES, "--", $LOAD_PATH, "--", Gem.loaded_specs.keys.sort, "--"
+    puts require("rubygems"), Gem.method(:try_activate).source_location.inspect
+  RUBY
+  SERVED = 'warn "served=#{defined?(Loadout::Prelude) ? Loadout::Prelude.served : "none"}"'
+  # A start as the user's shell has it: none of the test runner's Bundler or RUBYOPT.
+  CLEAN = { "RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil, "RUBYLIB" => nil, "BUNDLER_SETUP" => nil,
+            "BUNDLE_BIN_PATH" => nil }.freeze
+
+  def cli(*argv, env:)
+    out = StringIO.new
+    err = StringIO.new
+    status = Loadout::CLI.new(argv, out: out, err: err, env: ENV.to_h.merge(CLEAN).merge(env)).run
+    [status, out.string, err.string]
+  end
+
+  # Records a prelude for an app in +app+ (no Gemfile: BUNDLE_GEMFILE names a missing one) into
+  # +dir+; +env+ is how the app's processes start. Returns the CLI's output.
+  def record(app, dir, env: {})
+    status, out, err = cli("prelude", "--dir", dir, env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") }.merge(env))
+    assert_equal 0, status, "loadout prelude failed: #{out}#{err}"
+    out
+  end
+
+  def start(script, env: {}, ruby_opts: [], rubylib: nil)
+    out, err, status = Open3.capture3(ENV.to_h.merge(CLEAN).merge("RUBYLIB" => rubylib).merge(env), RbConfig.ruby,
+                                      *ruby_opts, "-e", script, "-e", SERVED)
+    assert status.success?, "child ruby failed:\n#{out}\n#{err}"
+    served = err[/^served=(\w+)$/, 1]
+    [out, err.sub(/^served=\w+\n/, ""), served == "none" ? nil : served.to_i]
+  end
+
+  # An old file beside the app in +tmp+ (a stand-in for an installed gem or Ruby's own lib, not
+  # under the app: the prelude leaves the app's files out), which the app's processes load with
+  # -r: the prelude records it like RubyGems' own files.
+  def installed(tmp, name, source)
+    path = File.join(tmp, "site", name)
+    FileUtils.mkdir_p(File.dirname(path))
+    File.write(path, source)
+    File.utime(Time.now - 3600, Time.now - 3600, path)
+    path
+  end
+
+  def test_a_start_with_the_prelude_is_the_start_without_it
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_files do |app|
+      dir = File.join(app, "tmp/prelude")
+      output = record(app, dir)
+      assert_match(/loadout prelude: \d+ files that Ruby's prelude \(no Gemfile/, output)
+      assert_includes output, "ENV RUBYLIB=#{dir}"
+      plain_out, plain_err, none = start(REPORT)
+      out, err, served = start(REPORT, rubylib: dir)
+      assert_nil none
+      assert_equal plain_out, out # features (the shim's own entry gone), $LOAD_PATH (its dir gone), specs
+      assert_equal plain_err, err
+      assert_operator served, :>=, 20, "RubyGems' own files were not served"
+    end
+  end
+
+  def test_bundler_setup_is_recorded_and_served_as_it_loads
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    gemfile = File.expand_path("../../Gemfile", __dir__)
+    with_files do |app|
+      dir = File.join(app, "prelude")
+      status, out, err = cli("prelude", "--dir", dir, env: { "BUNDLE_GEMFILE" => gemfile })
+      assert_equal 0, status, err
+      assert_includes out, "Ruby's prelude and bundler/setup loaded"
+      env = { "BUNDLE_GEMFILE" => gemfile }
+      script = "#{REPORT}\nputs Bundler.load.specs.map(&:full_name).sort"
+      plain_out, plain_err, = start(script, env: env, ruby_opts: ["-rbundler/setup"])
+      bundled_out, bundled_err, served = start(script, env: env, ruby_opts: ["-rbundler/setup"], rubylib: dir)
+      _, _, without_bundler = start(REPORT, rubylib: dir)
+      assert_equal plain_out, bundled_out
+      assert_equal plain_err, bundled_err
+      assert_operator served, :>, without_bundler + 30, "Bundler's files were not served"
+    end
+  end
+
+  def test_a_changed_file_is_compiled_by_ruby_and_labels_are_rubys
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_files([["app/"]]) do |tmp|
+      app = File.join(tmp, "app")
+      source = <<~RUBY
+        WIDGET = [__FILE__, caller_locations(0, 1)[0].label, [1].map { caller_locations(0, 1)[0].label }, "v1"]
+      RUBY
+      widget = installed(tmp, "widget.rb", source)
+      dir = File.join(app, "tmp/prelude")
+      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+      script = "p WIDGET"
+      plain, = start(script, ruby_opts: ["-r#{widget}"])
+      out, _, served = start(script, ruby_opts: ["-r#{widget}"], rubylib: dir)
+      _, _, served_without = start("nil", rubylib: dir)
+      assert_equal plain, out
+      assert_includes out, '"<top (required)>", ["block in <top (required)>"]'
+      assert_equal served_without + 1, served, "the widget was not served"
+
+      File.write(widget, source.sub("v1", "v2")) # same size, another mtime
+      File.utime(Time.now - 7200, Time.now - 7200, widget)
+      out, _, stale = start(script, ruby_opts: ["-r#{widget}"], rubylib: dir)
+      assert_includes out, '"v2"'
+      assert_equal served_without, stale
+    end
+  end
+
+  def test_warnings_under_w_are_rubys_and_other_compile_options_turn_it_off
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_files([["app/"]]) do |tmp|
+      app = File.join(tmp, "app")
+      widget = installed(tmp, "noisy.rb", "def noisy\n  unused = 1\nend\nNOISY = 'a'\n")
+      dir = File.join(app, "tmp/prelude")
+      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+      script = "p NOISY.frozen?"
+      _, plain_err, = start(script, ruby_opts: ["-w", "-r#{widget}"])
+      _, err, = start(script, ruby_opts: ["-w", "-r#{widget}"], rubylib: dir)
+      assert_match(/assigned but unused variable - unused/, plain_err)
+      assert_equal plain_err, err
+      _, _, quiet = start(script, ruby_opts: ["-r#{widget}"], rubylib: dir)
+      _, _, loud = start(script, ruby_opts: ["-w", "-r#{widget}"], rubylib: dir)
+      assert_equal start("nil", rubylib: dir)[2] + 1, quiet, "the file was not served"
+      assert_equal start("nil", ruby_opts: ["-w"], rubylib: dir)[2], loud,
+                   "under -w, a file whose compile warns is Ruby's to compile"
+
+      plain, = start(script, ruby_opts: ["--enable=frozen-string-literal", "-r#{widget}"])
+      out, _, served = start(script, ruby_opts: ["--enable=frozen-string-literal", "-r#{widget}"], rubylib: dir)
+      assert_equal "true\n", plain
+      assert_equal plain, out
+      assert_equal 0, served
+    end
+  end
+
+  def test_an_image_others_can_write_or_a_corrupt_one_is_not_run
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_files do |app|
+      dir = File.join(app, "tmp/prelude")
+      record(app, dir)
+      plain, = start(REPORT)
+      image = Dir[File.join(dir, "*.image")].first
+      File.chmod(0o666, image)
+      out, err, served = start(REPORT, rubylib: dir)
+      assert_equal plain, out
+      assert_equal 0, served
+      assert_equal 1, err.lines.size, err
+      assert_match(/\Aloadout prelude: .*can be written by another user.*Ruby compiles RubyGems' and Bundler's files/,
+                   err)
+
+      File.chmod(0o644, image)
+      File.write(image, File.binread(image)[0, 1000])
+      out, err, served = start(REPORT, rubylib: dir)
+      assert_equal plain, out
+      assert_equal 0, served
+      assert_match(/\Aloadout prelude: .* could not be read/, err)
+      assert_equal 1, err.lines.size, err
+
+      File.chmod(0o777, dir)
+      status, _, err = cli("prelude", "--dir", dir, env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile") })
+      assert_equal 1, status
+      assert_match(/prelude: #{Regexp.escape(dir)} is writable by other users.*fix: chmod go-w/, err)
+    end
+  end
+
+  def test_env_prints_the_rubylib_line_with_the_dir_first
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_files do |app|
+      dir = File.join(app, "p")
+      status, out, = cli("prelude", "--dir", dir, "--env",
+                         env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "RUBYLIB" => "/x:#{dir}" })
+      assert_equal 0, status
+      assert_equal "RUBYLIB=#{dir}:/x\n", out
+      assert File.file?(File.join(dir, "rubygems.rb"))
+    end
+  end
+end
