@@ -5,13 +5,17 @@ require "tmpdir"
 
 # Requiring a file of loadout's does nothing but define it, except for the entry points whose
 # purpose is to act: loadout/setup (sets up from the environment), loadout/rake (patches Rake's
-# FileTask) and loadout/rake_tasks (defines Rake tasks). Proven in a child that requires every
-# other file, from a directory of its own, and compares what a boot would change.
+# FileTask) and loadout/rake_tasks (defines Rake tasks), and the prelude's two programs, which no
+# require of loadout's reaches (loadout/prelude/rubygems.rb, loaded by Ruby's prelude from the
+# copy `loadout prelude` makes; loadout/prelude/record.rb, which that command runs). Proven in a
+# child that requires every other file, from a directory of its own, and compares what a boot
+# would change.
 class RequireSideEffectsTest < Minitest::Test
   include Loadout::TestSupport::Subprocess
 
   LIB_DIR = File.expand_path("../../lib", __dir__)
-  ENTRY_POINTS = %w[loadout/setup.rb loadout/rake.rb loadout/rake_tasks.rb].freeze
+  ENTRY_POINTS = %w[loadout/setup.rb loadout/rake.rb loadout/rake_tasks.rb
+                    loadout/prelude/rubygems.rb loadout/prelude/record.rb].freeze
 
   # (rake_memo.rb requires Rake itself, whose DSL extends the main object; rake_memo/ holds its parts.)
   def quiet_files

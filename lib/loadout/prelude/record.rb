@@ -3,11 +3,12 @@
 # `loadout prelude`'s child: `ruby record.rb IMAGE APP_ROOT`, run by the Ruby the image is for.
 # It starts as the app's processes start (Ruby's prelude, then bundler/setup when
 # BUNDLE_GEMFILE names a Gemfile), compiles every Ruby file that start loaded from outside the
-# app as the compile cache would (CompileCache::ISeqBuild.binary_for: Ruby's labels; a file Ruby
-# must compile itself is left out), and writes the image the prelude's shim (rubygems.rb here)
+# app (its bundle included) as the compile cache would (CompileCache::ISeqBuild.binary_for:
+# Ruby's labels; a file Ruby must compile itself is left out), and writes the image the prelude's shim (rubygems.rb here)
 # serves: Marshal of [MAGIC, the compile options, { path => [size, mtime s, mtime ns, warns
 # under -w, ISeq binary] }]. Prints one line: "files=N bytes=N skipped=N bundler=yes|no|why".
 image, root = ARGV
+abort "usage: ruby #{__FILE__} IMAGE APP_ROOT (run by `loadout prelude`)" unless image && root
 bundler = "no"
 if (gemfile = ENV["BUNDLE_GEMFILE"]) && File.file?(gemfile)
   begin
@@ -17,9 +18,12 @@ if (gemfile = ENV["BUNDLE_GEMFILE"]) && File.file?(gemfile)
     bundler = "#{e.class}: #{e.message.lines.first&.chomp}"
   end
 end
+# Not the app's own files; its bundle's are in (vendor/bundle: a Gem.path dir inside the app).
 root_prefix = "#{File.expand_path(root)}/"
-features = $LOADED_FEATURES.select { |f| f.end_with?(".rb") && !f.start_with?(root_prefix) } -
-           [File.expand_path(__FILE__)]
+bundle_prefixes = Gem.path.map { |d| "#{File.expand_path(d)}/" }
+features = $LOADED_FEATURES.select do |f|
+  f.end_with?(".rb") && (!f.start_with?(root_prefix) || bundle_prefixes.any? { |d| f.start_with?(d) })
+end - [File.expand_path(__FILE__)]
 
 require_relative "../../loadout"
 require_relative "../compile_cache/iseq_build"

@@ -67,6 +67,9 @@ module Loadout
         loaded! if @shim_feature
         files = @files or return nil
         entry = files.delete(path) or return nil # (a file loads once; a second load compiles)
+        # A hook above this one (a compile cache set up since) had the file first: what it passes
+        # on is Ruby's to compile (loadout's stores what Ruby compiles on its misses).
+        return stop unless RubyVM::InstructionSequence.method(:load_iseq).owner == Hook
         return nil if entry[3] && $VERBOSE # (its compile prints warnings under -w: Ruby's compile prints them)
         return nil if defined?(Coverage.running?) && Coverage.running? # (coverage counts Ruby's compile)
 
@@ -82,7 +85,7 @@ module Loadout
         nil
       end
 
-      # Serves nothing more.
+      # Serves nothing more. Returns nil.
       def stop
         @files = nil
       end
