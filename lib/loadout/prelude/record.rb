@@ -4,9 +4,10 @@
 # It starts as the app's processes start (Ruby's prelude, then bundler/setup when
 # BUNDLE_GEMFILE names a Gemfile), compiles every Ruby file that start loaded from outside the
 # app (its bundle included) as the compile cache would (CompileCache::ISeqBuild.binary_for:
-# Ruby's labels; a file Ruby must compile itself is left out), and writes the image the prelude's shim (rubygems.rb here)
-# serves: Marshal of [MAGIC, the compile options, { path => [size, mtime s, mtime ns, warns
-# under -w, ISeq binary] }]. Prints one line: "files=N bytes=N skipped=N bundler=yes|no|why".
+# Ruby's labels; a file Ruby must compile itself is left out), and writes the image the
+# prelude's shim (rubygems.rb here) serves: Marshal of [MAGIC, the compile options,
+# { path => [size, mtime s, mtime ns, warns under -w, ISeq binary] }]. Prints one line:
+# "files=N bytes=N skipped=N bundler=yes|no|why".
 image, root = ARGV
 abort "usage: ruby #{__FILE__} IMAGE APP_ROOT (run by `loadout prelude`)" unless image && root
 bundler = "no"
