@@ -2,7 +2,8 @@
 
 # The Rails test app (test/rails: Rails 7.2, a dozen scaffolds, Zeitwerk, engines' locales), a
 # production boot (`bin/rails runner 1`, eager loading on) by plain Ruby, Bootsnap 1.26.1 and
-# loadout, warm, and each cache with the RUBY_GC_* settings `loadout gc` recommends for this app.
+# loadout, warm, and each cache with the RUBY_GC_* settings `loadout gc` recommends for this app,
+# and with `loadout prelude`'s directory on RUBYLIB (made by the CLI for this app first).
 # Rounds are interleaved; each boot is a fresh process; CPU is user+sys of the boot; objects and
 # GCs come from the boot itself (GC.stat at exit). Bootsnap is set up right after bundler/setup,
 # as its README says (a `ruby -e` wrapper around bin/rails), from a Gemfile of its own beside the
@@ -54,8 +55,10 @@ RUBY
 CACHE = { "bootsnap" => File.join(app, "tmp/bench-cache-bootsnap"),
           "loadout" => File.join(app, "tmp/bench-cache-loadout") }.freeze
 GC_ENV = {}
+PRELUDE_DIR = File.join(app, "tmp/bench-prelude")
 
-def env_for(tool, gc, bootsnap_paths)
+# +variant+: nil, :gc (GC_ENV) or :prelude (PRELUDE_DIR on RUBYLIB).
+def env_for(tool, variant, bootsnap_paths)
   env = RailsAppGenerator.clean_env("RAILS_ENV" => "production", "SECRET_KEY_BASE" => RailsAppGenerator::SECRET_KEY_BASE,
                                     "RUBYOPT" => "-r#{REPORT}")
   env.merge!(ENV.keys.grep(/\ARUBY_GC_/).to_h { |k| [k, nil] })
@@ -66,7 +69,8 @@ def env_for(tool, gc, bootsnap_paths)
                "BOOTSNAP_CACHE_DIR" => CACHE["bootsnap"])
   when "loadout" then env["LOADOUT_CACHE_DIR"] = CACHE["loadout"]
   end
-  env.merge!(GC_ENV) if gc
+  env.merge!(GC_ENV) if variant == :gc
+  env["RUBYLIB"] = PRELUDE_DIR if variant == :prelude
   env
 end
 
@@ -80,10 +84,10 @@ def command(tool)
 end
 
 # [cpu seconds, objects, gcs, output]
-def boot(app, tool, gc, bootsnap_paths, prefix: [])
+def boot(app, tool, variant, bootsnap_paths, prefix: [])
   before = Process.times
   out_r, out_w = IO.pipe
-  pid = Process.spawn(env_for(tool, gc, bootsnap_paths), *prefix, *command(tool), chdir: app, out: out_w, err: out_w)
+  pid = Process.spawn(env_for(tool, variant, bootsnap_paths), *prefix, *command(tool), chdir: app, out: out_w, err: out_w)
   out_w.close
   output = out_r.read
   _, status = Process.wait2(pid)
@@ -97,21 +101,29 @@ end
 
 warn "bench rails: #{app}"
 CACHE.each_value { |dir| FileUtils.rm_rf(dir) }
-%w[bootsnap loadout].each { |tool| 2.times { boot(app, tool, false, bootsnap_paths) } } # cold, then settled
+%w[bootsnap loadout].each { |tool| 2.times { boot(app, tool, nil, bootsnap_paths) } } # cold, then settled
 gc = (Loadout::LastBoot.read(File.join(CACHE["loadout"], "store")) || {})
      .filter_map { |k, v| [k.delete_prefix("gc."), v] if k.start_with?("gc.") }.to_h
 Loadout::GCSettings.recommend(gc).each { |name, value, _| GC_ENV[name] = value.to_s }
 warn "bench rails: GC settings: #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}"
+# The prelude as its README says: `bundle exec loadout prelude` in the app, as its processes start.
+FileUtils.rm_rf(PRELUDE_DIR)
+prelude_out = IO.popen(env_for("loadout", nil, bootsnap_paths),
+                       [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe/loadout"), "prelude", "--dir", PRELUDE_DIR],
+                       chdir: app, err: %i[child out], &:read)
+abort "bench rails: loadout prelude failed:\n#{prelude_out}" unless $?.success?
+warn "bench rails: #{prelude_out.lines.first.strip}"
 
-SCENARIOS = [["plain", false], ["bootsnap", false], ["loadout", false], ["bootsnap", true], ["loadout", true]].freeze
-name = ->(tool, with_gc) { with_gc ? "#{tool}_gc" : tool }
+SCENARIOS = [["plain", nil], ["bootsnap", nil], ["loadout", nil], ["bootsnap", :gc], ["loadout", :gc],
+             ["bootsnap", :prelude], ["loadout", :prelude]].freeze
+name = ->(tool, variant) { variant ? "#{tool}_#{variant}" : tool }
 cpu = Hash.new { |h, k| h[k] = [] }
 objects = Hash.new { |h, k| h[k] = [] }
 gcs = Hash.new { |h, k| h[k] = [] }
 opts[:rounds].times do |round|
-  SCENARIOS.rotate(round).each do |tool, with_gc|
-    seconds, objs, count, = boot(app, tool, with_gc, bootsnap_paths)
-    key = name.(tool, with_gc)
+  SCENARIOS.rotate(round).each do |tool, variant|
+    seconds, objs, count, = boot(app, tool, variant, bootsnap_paths)
+    key = name.(tool, variant)
     cpu[key] << seconds
     objects[key] << objs
     gcs[key] << count
@@ -122,10 +134,10 @@ end
 
 instructions = {}
 if opts[:valgrind]
-  %w[bootsnap loadout].each do |tool|
-    _, _, _, output = boot(app, tool, false, bootsnap_paths, prefix: ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+  [["bootsnap", nil], ["loadout", nil], ["loadout", :prelude]].each do |tool, variant|
+    _, _, _, output = boot(app, tool, variant, bootsnap_paths, prefix: ["valgrind", "--tool=cachegrind", "--cache-sim=no",
                                                                       "--cachegrind-out-file=/dev/null"])
-    instructions[tool] = output[/I\s+refs:\s+([\d,]+)/, 1]&.delete(",")&.to_i
+    instructions[name.(tool, variant)] = output[/I\s+refs:\s+([\d,]+)/, 1]&.delete(",")&.to_i
   end
 end
 
@@ -134,12 +146,11 @@ ratio = lambda do |a, b|
   pairs.empty? ? nil : Bench.median(pairs.map { |x, y| x / y })
 end
 fmt = ->(v) { v ? format("%.2fx", v) : "n/a" }
-rows = SCENARIOS.map do |tool, with_gc|
-  key = name.(tool, with_gc)
+rows = SCENARIOS.map do |tool, variant|
+  key = name.(tool, variant)
   [key, format("%.3f", Bench.median(cpu[key])),
-   tool == "bootsnap" && !with_gc ? "1.00x" : fmt.(ratio.(key, "bootsnap")),
-   Bench.median(objects[key].compact).round, Bench.median(gcs[key].compact).round,
-   with_gc ? "" : instructions[tool].to_s]
+   key == "bootsnap" ? "1.00x" : fmt.(ratio.(key, "bootsnap")),
+   Bench.median(objects[key].compact).round, Bench.median(gcs[key].compact).round, instructions[key].to_s]
 end
 date = Time.now.utc.strftime("%Y-%m-%d")
 out = opts[:out] || File.join(ROOT, "bench/results/rails-#{date}.md")
@@ -160,5 +171,7 @@ puts "bench rails: plain_cpu=#{format("%.3f", Bench.median(cpu["plain"]))} " \
      "loadout_vs_bootsnap=#{fmt.(ratio.("loadout", "bootsnap"))} " \
      "loadout_gc_vs_bootsnap=#{fmt.(ratio.("loadout_gc", "bootsnap"))} " \
      "bootsnap_gc_vs_bootsnap=#{fmt.(ratio.("bootsnap_gc", "bootsnap"))} " \
+     "loadout_prelude_vs_bootsnap=#{fmt.(ratio.("loadout_prelude", "bootsnap"))} " \
+     "bootsnap_prelude_vs_bootsnap=#{fmt.(ratio.("bootsnap_prelude", "bootsnap"))} " \
      "loadout_objects=#{Bench.median(objects["loadout"].compact).round} " \
      "bootsnap_objects=#{Bench.median(objects["bootsnap"].compact).round}"

@@ -190,10 +190,17 @@ class PreludeTest < Minitest::Test
       assert_equal plain, out
       assert_equal 0, served
       assert_equal 1, err.lines.size, err
-      assert_match(/\Aloadout prelude: .*can be written by another user.*Ruby compiles RubyGems' and Bundler's files/,
+      assert_match(/\Aloadout prelude: .*belongs to or can be written by another user.*Ruby compiles RubyGems' and Bundler's files/,
                    err)
 
       File.chmod(0o644, image)
+      if Process.euid.zero? # (another user's image: only root can make one here)
+        File.chown(65_534, nil, image)
+        out, err, served = start(REPORT, rubylib: dir)
+        assert_equal [plain, 0], [out, served]
+        assert_match(/belongs to or can be written by another user/, err)
+        File.chown(0, nil, image)
+      end
       File.write(image, File.binread(image)[0, 1000])
       out, err, served = start(REPORT, rubylib: dir)
       assert_equal plain, out

@@ -48,8 +48,8 @@ module Loadout
         return false unless File.file?(IMAGE)
 
         unless trusted?(DIR, true) && trusted?(IMAGE, false)
-          return refuse("#{IMAGE} or its directory can be written by another user than this one " \
-                        "(#{Process.euid}) and root")
+          return refuse("#{IMAGE} or its directory belongs to or can be written by another user than " \
+                        "this one (uid #{Process.euid}) and root")
         end
         # (Marshal: an image this user or root wrote, in a directory nobody else can write.)
         magic, options, files = Marshal.load(File.binread(IMAGE)) # rubocop:disable Security/MarshalLoad
