@@ -124,7 +124,8 @@ end
 entry = File.join(app, "boot.rb")
 entry_source = Loadout::Bench::AppGenerator.entry_point(layout: opts[:layout])
 File.write(entry, entry_source) unless File.read(entry) == entry_source
-rb_files = Dir.glob(File.join(app, "**/*.rb")).count { |f| !f.start_with?(File.join(app, "tmp/")) } # (not the prelude's)
+# (Not tmp/: the prelude's rubygems.rb is there.)
+rb_files = Dir.glob(File.join(app, "**/*.rb")).count { |f| !f.start_with?(File.join(app, "tmp/")) }
 
 # What a boot leaves running is reparented to us: waited for and counted. Before Bundler.setup:
 # the subreaper loads fiddle, a bundled gem on Ruby 4.0, which Bundler warns about once it is set

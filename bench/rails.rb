@@ -87,7 +87,8 @@ end
 def boot(app, tool, variant, bootsnap_paths, prefix: [])
   before = Process.times
   out_r, out_w = IO.pipe
-  pid = Process.spawn(env_for(tool, variant, bootsnap_paths), *prefix, *command(tool), chdir: app, out: out_w, err: out_w)
+  pid = Process.spawn(env_for(tool, variant, bootsnap_paths), *prefix, *command(tool),
+                      chdir: app, out: out_w, err: out_w)
   out_w.close
   output = out_r.read
   _, status = Process.wait2(pid)
@@ -108,9 +109,8 @@ Loadout::GCSettings.recommend(gc).each { |name, value, _| GC_ENV[name] = value.t
 warn "bench rails: GC settings: #{GC_ENV.map { |k, v| "#{k}=#{v}" }.join(" ")}"
 # The prelude as its README says: `bundle exec loadout prelude` in the app, as its processes start.
 FileUtils.rm_rf(PRELUDE_DIR)
-prelude_out = IO.popen(env_for("loadout", nil, bootsnap_paths),
-                       [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe/loadout"), "prelude", "--dir", PRELUDE_DIR],
-                       chdir: app, err: %i[child out], &:read)
+prelude_cmd = [RbConfig.ruby, "-rbundler/setup", File.join(ROOT, "exe/loadout"), "prelude", "--dir", PRELUDE_DIR]
+prelude_out = IO.popen(env_for("loadout", nil, bootsnap_paths), prelude_cmd, chdir: app, err: %i[child out], &:read)
 abort "bench rails: loadout prelude failed:\n#{prelude_out}" unless $?.success?
 warn "bench rails: #{prelude_out.lines.first.strip}"
 
@@ -135,8 +135,8 @@ end
 instructions = {}
 if opts[:valgrind]
   [["bootsnap", nil], ["loadout", nil], ["loadout", :prelude]].each do |tool, variant|
-    _, _, _, output = boot(app, tool, variant, bootsnap_paths, prefix: ["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                                                                      "--cachegrind-out-file=/dev/null"])
+    cachegrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    _, _, _, output = boot(app, tool, variant, bootsnap_paths, prefix: cachegrind)
     instructions[name.(tool, variant)] = output[/I\s+refs:\s+([\d,]+)/, 1]&.delete(",")&.to_i
   end
 end
