@@ -19,7 +19,7 @@ module Loadout
                            "#{RUBY_REVISION.to_s[0, 12]}.image")
 
     # load_iseq: an image file fresh by its stat, else on to the next hook (or Ruby's compile).
-    module Hook
+    module ImageHook
       def load_iseq(path)
         Prelude.fetch(path) || (defined?(super) ? super : nil)
       end
@@ -44,7 +44,7 @@ module Loadout
         return false unless RUBY_ENGINE == "ruby" && defined?(RubyVM::InstructionSequence.load_from_binary)
 
         # (Hooked even with nothing to serve: the hook takes this file's entry out of $LOADED_FEATURES.)
-        RubyVM::InstructionSequence.singleton_class.prepend(Hook)
+        RubyVM::InstructionSequence.singleton_class.prepend(ImageHook)
         return false unless File.file?(IMAGE)
 
         unless trusted?(DIR, true) && trusted?(IMAGE, false)
@@ -69,7 +69,7 @@ module Loadout
         entry = files.delete(path) or return nil # (a file loads once; a second load compiles)
         # A hook above this one (a compile cache set up since) had the file first: what it passes
         # on is Ruby's to compile (loadout's stores what Ruby compiles on its misses).
-        return stop unless RubyVM::InstructionSequence.method(:load_iseq).owner == Hook
+        return stop unless RubyVM::InstructionSequence.method(:load_iseq).owner == ImageHook
         return nil if entry[3] && $VERBOSE # (its compile prints warnings under -w: Ruby's compile prints them)
         return nil if defined?(Coverage.running?) && Coverage.running? # (coverage counts Ruby's compile)
 
