@@ -169,7 +169,8 @@ module Loadout
       # The stats each installed component keeps ({} for one that is off or keeps none).
       def component_stats #: () -> Hash[Symbol, Hash]
         out = {}
-        { load_path: :LoadPath, compile_cache: :CompileCache }.each do |key, name|
+        # (Prelude: the shim's, defined before any of loadout's files when its dir is on RUBYLIB.)
+        { prelude: :Prelude, load_path: :LoadPath, compile_cache: :CompileCache }.each do |key, name|
           # Loaded components only: naming one still behind its autoload would load it now
           # (and one that failed to load at setup would fail, and warn, again).
           next unless Loadout.const_defined?(name, false) && Loadout.autoload?(name).nil?

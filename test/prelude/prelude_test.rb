@@ -119,6 +119,10 @@ class PreludeTest < Minitest::Test
       out, _, stale = start(script, ruby_opts: ["-r#{widget}"], rubylib: dir)
       assert_includes out, '"v2"'
       assert_equal served_without, stale
+      # LOADOUT_STATS says so (the widget loads before loadout's setup here).
+      _, err, = start(script, ruby_opts: ["-r#{widget}", "-I", LIB, "-rloadout/setup"], rubylib: dir,
+                              env: { "LOADOUT_STATS" => "1", "LOADOUT_CACHE_DIR" => File.join(tmp, "cache") })
+      assert_match(/^  prelude: +served=#{served_without} stale=1$/, err)
     end
   end
 

@@ -33,10 +33,16 @@ module Loadout
     @files = nil # { path => [size, mtime s, mtime ns, warns under -w, binary] }
     @shim_feature = false # true once this file is loaded: its own $LOADED_FEATURES entry goes next
     @served = 0
+    @stale = 0
 
     class << self
       # How many files this process got from the image.
       attr_reader :served
+
+      # For LOADOUT_STATS: files served, and files of the image Ruby compiled because they changed.
+      def stats
+        { served: @served, stale: @stale }
+      end
 
       # Reads the image, if there is one for this Ruby that this user can trust, and hooks
       # load_iseq. Returns whether it did.
@@ -75,7 +81,10 @@ module Loadout
 
         stat = File.stat(path)
         mtime = stat.mtime
-        return nil unless stat.size == entry[0] && mtime.tv_sec == entry[1] && mtime.tv_nsec == entry[2]
+        unless stat.size == entry[0] && mtime.tv_sec == entry[1] && mtime.tv_nsec == entry[2]
+          @stale += 1
+          return nil
+        end
 
         iseq = RubyVM::InstructionSequence.load_from_binary(entry[4])
         @served += 1
