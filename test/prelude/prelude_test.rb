@@ -218,6 +218,26 @@ class PreludeTest < Minitest::Test
     end
   end
 
+  # Any Ruby with the directory on RUBYLIB and no image of its own there (another Ruby's, or JRuby,
+  # which has no instruction sequences to serve): RubyGems loads as without it.
+  def test_a_directory_with_no_image_for_this_ruby_only_loads_rubygems
+    with_files([["prelude/"]]) do |tmp|
+      dir = File.join(tmp, "prelude")
+      FileUtils.cp(File.join(LIB, "loadout/prelude/rubygems.rb"), dir)
+      script = "#{REPORT}\nputs Gem::VERSION"
+      plain, plain_err, = start(script)
+      out, err, served = start(script, rubylib: dir)
+      assert_equal 0, served
+      assert_equal plain_err, err
+      if RUBY_ENGINE == "ruby"
+        assert_equal plain, out
+      else # (no load_iseq to hook: the shim's own entry stays in $LOADED_FEATURES, nothing else differs)
+        assert_equal [File.join(dir, "rubygems.rb")], out.lines(chomp: true) - plain.lines(chomp: true)
+        assert_equal plain.lines.size + 1, out.lines.size
+      end
+    end
+  end
+
   def test_env_prints_the_rubylib_line_with_the_dir_first
     skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
 
