@@ -70,6 +70,10 @@ class PreludeTest < Minitest::Test
       assert_equal plain_out, out # features (the shim's own entry gone), $LOAD_PATH (its dir gone), specs
       assert_equal plain_err, err
       assert_operator served, :>=, 20, "RubyGems' own files were not served"
+      # RUBYLIB naming the directory through a link (Ruby names the shim by its real path).
+      link = File.join(app, "prelude-link")
+      File.symlink(dir, link)
+      assert_equal [plain_out, plain_err, served], start(REPORT, rubylib: link)
     end
   end
 

@@ -62,7 +62,7 @@ module Loadout
       # Makes +dir+ as loadout makes its cache dirs, and refuses one the shim would not trust.
       def prepare(dir, shared)
         Trust.make_dirs(dir, shared)
-        stat = File.lstat(dir)
+        stat = File.stat(dir) # (as the shim checks it: a link to the directory is the user's choice)
         return if stat.directory? && (stat.uid == Process.euid || stat.uid.zero?) && (stat.mode & 0o022).zero?
 
         raise Error, "prelude: #{dir} is writable by other users or not this user's (uid #{stat.uid}, mode " \
@@ -91,7 +91,8 @@ module Loadout
       end
 
       def rubylib_without(dir)
-        rest = @cli.env["RUBYLIB"].to_s.split(File::PATH_SEPARATOR).reject { |d| File.expand_path(d) == dir }
+        rest = @cli.env["RUBYLIB"].to_s.split(File::PATH_SEPARATOR)
+                                  .reject { |d| File.expand_path(d) == dir || File.identical?(d, dir) }
         rest.empty? ? nil : rest.join(File::PATH_SEPARATOR)
       end
 

@@ -113,9 +113,10 @@ module Loadout
       end
 
       # Owned by this user or root, not writable by others (for the directory: what another user
-      # could put there, this process would run).
+      # could put there, this process would run). The directory as RUBYLIB names it (a link to it
+      # is the user's own choice, as the path is); the image itself, not a link.
       def trusted?(path, dir)
-        stat = File.lstat(path)
+        stat = dir ? File.stat(path) : File.lstat(path)
         (dir ? stat.directory? : stat.file?) && (stat.uid == Process.euid || stat.uid.zero?) &&
           (stat.mode & 0o022).zero?
       end
@@ -131,11 +132,13 @@ module Loadout
 end
 
 # What Ruby would have loaded without this directory on RUBYLIB: the first rubygems.rb on the
-# load path after it (Ruby tries each suffix across the whole path before the next one).
-$LOAD_PATH.delete_if { |dir| File.expand_path(dir) == Loadout::Prelude::DIR }
+# load path after it (Ruby tries each suffix across the whole path before the next one). The
+# directory is known by what it is, not by its name: RUBYLIB may name it through a link, and
+# Ruby names this file by its real path.
+$LOAD_PATH.delete_if { |dir| File.identical?(dir, Loadout::Prelude::DIR) }
 rubygems = $LOAD_PATH.each do |dir|
   path = File.expand_path("rubygems.rb", dir)
-  break path if File.file?(path)
+  break path if File.file?(path) && !File.identical?(path, Loadout::Prelude::SHIM)
 end
 Loadout::Prelude.start
 begin
