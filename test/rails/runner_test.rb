@@ -24,6 +24,26 @@ class RailsRunnerTest < Minitest::Test
     end
   end
 
+  test "production with `loadout prelude`'s directory on RUBYLIB: the same runner, features and constants" do
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_rails_app do |app|
+      env = { "RAILS_ENV" => "production", "SECRET_KEY_BASE" => RailsAppGenerator::SECRET_KEY_BASE }
+      dir = File.join(app, "tmp/prelude")
+      out, err, status = Open3.capture3(RailsAppGenerator.clean_env(env), "bundle", "exec", "loadout", "prelude",
+                                        "--dir", dir, chdir: app)
+      assert status.success?, "#{out}#{err}"
+      assert_includes out, "files that Ruby's prelude and bundler/setup loaded"
+      prelude = { "RUBYLIB" => dir, "LOADOUT_STATS" => "1" }
+      runs = assert_same_behaviour do |mode|
+        run_rails(app, mode, "bin/rails", "runner", script("probe.rb"), env: env, loadout_env: prelude)
+      end
+      assert_sensible_probe(runs[:plain].first, env: "production")
+      # Bundler's files and RubyGems' were served (more than a hundred on every Ruby in CI).
+      assert_operator stats_count(runs[:warm].first.stderr, "prelude", "served"), :>, 100
+    end
+  end
+
   private
 
   # The plain run is the reference: prove it saw the app the generator built, so an empty or

@@ -92,7 +92,7 @@ module Loadout
 
       def rubylib_without(dir)
         rest = @cli.env["RUBYLIB"].to_s.split(File::PATH_SEPARATOR)
-                                  .reject { |d| File.expand_path(d) == dir || File.identical?(d, dir) }
+        rest = rest.reject { |d| File.expand_path(d) == dir || File.identical?(d, dir) }
         rest.empty? ? nil : rest.join(File::PATH_SEPARATOR)
       end
 

@@ -61,8 +61,8 @@ module Loadout
       end
 
       # Runs +cmd+ with the app's Ruby in +app+. :cold empties loadout's cache first; every run
-      # waits for its process group (App#wait_for_group).
-      def run_rails(app, mode, *cmd, env: {}, stdin: "")
+      # waits for its process group (App#wait_for_group). +loadout_env+: the loadout runs' only.
+      def run_rails(app, mode, *cmd, env: {}, loadout_env: {}, stdin: "")
         raise ArgumentError, "mode: #{mode.inspect}" unless MODES.include?(mode)
 
         FileUtils.rm_rf(File.join(app, CACHE)) if mode == :cold
@@ -72,6 +72,7 @@ module Loadout
         if mode == :plain
           env["LOADOUT_DISABLE"] = "1"
         else
+          env.merge!(loadout_env)
           env.merge!(ENV.fetch("RAILS_TEST_LOADOUT_ENV", "").split.to_h { |pair| pair.split("=", 2) })
         end
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
