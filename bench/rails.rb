@@ -3,7 +3,7 @@
 # The Rails test app (test/rails: Rails 7.2, a dozen scaffolds, Zeitwerk, engines' locales), a
 # production boot (`bin/rails runner 1`, eager loading on) by plain Ruby, Bootsnap 1.26.1 and
 # loadout, warm, and each cache with the RUBY_GC_* settings `loadout gc` recommends for this app,
-# and with `loadout prelude`'s directory on RUBYLIB (made by the CLI for this app first).
+# with `loadout prelude`'s directory on RUBYLIB (made by the CLI for this app first), and with both.
 # Rounds are interleaved; each boot is a fresh process; CPU is user+sys of the boot; objects and
 # GCs come from the boot itself (GC.stat at exit). Bootsnap is set up right after bundler/setup,
 # as its README says (a `ruby -e` wrapper around bin/rails), from a Gemfile of its own beside the
@@ -57,7 +57,7 @@ CACHE = { "bootsnap" => File.join(app, "tmp/bench-cache-bootsnap"),
 GC_ENV = {}
 PRELUDE_DIR = File.join(app, "tmp/bench-prelude")
 
-# +variant+: nil, :gc (GC_ENV) or :prelude (PRELUDE_DIR on RUBYLIB).
+# +variant+: nil, :gc (GC_ENV), :prelude (PRELUDE_DIR on RUBYLIB) or :prelude_gc (both).
 def env_for(tool, variant, bootsnap_paths)
   env = RailsAppGenerator.clean_env("RAILS_ENV" => "production", "SECRET_KEY_BASE" => RailsAppGenerator::SECRET_KEY_BASE,
                                     "RUBYOPT" => "-r#{REPORT}")
@@ -69,8 +69,8 @@ def env_for(tool, variant, bootsnap_paths)
                "BOOTSNAP_CACHE_DIR" => CACHE["bootsnap"])
   when "loadout" then env["LOADOUT_CACHE_DIR"] = CACHE["loadout"]
   end
-  env.merge!(GC_ENV) if variant == :gc
-  env["RUBYLIB"] = PRELUDE_DIR if variant == :prelude
+  env.merge!(GC_ENV) if %i[gc prelude_gc].include?(variant)
+  env["RUBYLIB"] = PRELUDE_DIR if %i[prelude prelude_gc].include?(variant)
   env
 end
 
@@ -115,7 +115,7 @@ abort "bench rails: loadout prelude failed:\n#{prelude_out}" unless $?.success?
 warn "bench rails: #{prelude_out.lines.first.strip}"
 
 SCENARIOS = [["plain", nil], ["bootsnap", nil], ["loadout", nil], ["bootsnap", :gc], ["loadout", :gc],
-             ["bootsnap", :prelude], ["loadout", :prelude]].freeze
+             ["bootsnap", :prelude], ["loadout", :prelude], ["loadout", :prelude_gc]].freeze
 name = ->(tool, variant) { variant ? "#{tool}_#{variant}" : tool }
 cpu = Hash.new { |h, k| h[k] = [] }
 objects = Hash.new { |h, k| h[k] = [] }
@@ -173,5 +173,6 @@ puts "bench rails: plain_cpu=#{format("%.3f", Bench.median(cpu["plain"]))} " \
      "bootsnap_gc_vs_bootsnap=#{fmt.(ratio.("bootsnap_gc", "bootsnap"))} " \
      "loadout_prelude_vs_bootsnap=#{fmt.(ratio.("loadout_prelude", "bootsnap"))} " \
      "bootsnap_prelude_vs_bootsnap=#{fmt.(ratio.("bootsnap_prelude", "bootsnap"))} " \
+     "loadout_prelude_gc_vs_bootsnap=#{fmt.(ratio.("loadout_prelude_gc", "bootsnap"))} " \
      "loadout_objects=#{Bench.median(objects["loadout"].compact).round} " \
      "bootsnap_objects=#{Bench.median(objects["bootsnap"].compact).round}"
