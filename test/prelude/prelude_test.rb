@@ -252,6 +252,11 @@ class PreludeTest < Minitest::Test
       assert_equal 0, status
       assert_equal "RUBYLIB=#{dir}:/x\n", out
       assert File.file?(File.join(dir, "rubygems.rb"))
+      # Under `bundle exec` (this test's own process, if so), not the lib dir it put there itself.
+      bundler = File.dirname($LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") })
+      _, out, = cli("prelude", "--dir", dir, "--env", env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"),
+                                                             "RUBYLIB" => "#{bundler}:/x", "BUNDLE_BIN_PATH" => "b" })
+      assert_equal "RUBYLIB=#{dir}:/x\n", out
     end
   end
 end

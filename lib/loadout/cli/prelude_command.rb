@@ -90,10 +90,20 @@ module Loadout
         output.lines.last.to_s.split.to_h { |pair| pair.split("=", 2) }
       end
 
-      def rubylib_without(dir)
+      # RUBYLIB without +dir+ (and without +also+).
+      def rubylib_without(dir, also = nil)
         rest = @cli.env["RUBYLIB"].to_s.split(File::PATH_SEPARATOR)
-        rest = rest.reject { |d| File.expand_path(d) == dir || File.identical?(d, dir) }
+        rest = rest.reject { |d| File.expand_path(d) == dir || File.identical?(d, dir) || d == also }
         rest.empty? ? nil : rest.join(File::PATH_SEPARATOR)
+      end
+
+      # The lib dir of the Bundler that `bundle exec` put on RUBYLIB for the command it started:
+      # how this command was run, not how the app's processes start.
+      def bundle_exec_lib
+        return nil unless @cli.env["BUNDLE_BIN_PATH"] && defined?(::Bundler)
+
+        bundler = $LOADED_FEATURES.find { |f| f.end_with?("/bundler.rb") }
+        bundler && File.dirname(bundler)
       end
 
       # Copies the shim unless the same one is there (atomically: a Ruby starting meanwhile finds
@@ -116,7 +126,7 @@ module Loadout
       end
 
       def rubylib_line(dir)
-        [dir, rubylib_without(dir)].compact.join(File::PATH_SEPARATOR)
+        [dir, rubylib_without(dir, bundle_exec_lib)].compact.join(File::PATH_SEPARATOR)
       end
 
       def print_report(dir, image, summary)
