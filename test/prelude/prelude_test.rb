@@ -158,6 +158,37 @@ class PreludeTest < Minitest::Test
     end
   end
 
+  # `loadout check` says what a process of this Ruby gets from the prelude on RUBYLIB, and what
+  # it says is what the next process does (Prelude.stats).
+  def test_check_tells_whether_the_next_process_is_served
+    skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
+
+    with_files([["app/"]]) do |tmp|
+      app = File.join(tmp, "app")
+      widget = installed(tmp, "widget.rb", "WIDGET = 1\n")
+      dir = File.join(app, "tmp/prelude")
+      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+      FileUtils.mkdir_p(File.join(app, "tmp/cache/loadout"))
+      Loadout::Store.open(File.join(app, "tmp/cache/loadout/store")) { |s| s.put("x", "y") }
+      check = lambda do
+        _, out, = cli("check", env: { "BUNDLE_GEMFILE" => File.join(app, "Gemfile"), "RUBYLIB" => "/x:#{dir}" })
+        out[/^prelude: .*$/]
+      end
+      _, _, served = start("nil", ruby_opts: ["-r#{widget}"], rubylib: dir)
+      assert_equal "prelude:    #{dir} (on RUBYLIB): #{served} files for Ruby #{RUBY_VERSION}, each as it was compiled",
+                   check.call
+
+      File.utime(Time.now - 60, Time.now - 60, widget)
+      assert_equal "prelude:    #{dir} (on RUBYLIB): 1 of #{served} files changed since `loadout prelude` (Ruby " \
+                   "compiles them): run it again", check.call
+      assert_equal served - 1, start("nil", ruby_opts: ["-r#{widget}"], rubylib: dir)[2]
+
+      File.unlink(Dir[File.join(dir, "*.image")].first)
+      assert_match(/no image for Ruby #{Regexp.escape(RUBY_VERSION)}/, check.call)
+      assert_equal 0, start("nil", rubylib: dir)[2]
+    end
+  end
+
   def test_warnings_under_w_are_rubys_and_other_compile_options_turn_it_off
     skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
 

@@ -66,7 +66,27 @@ module Loadout
           all_hit &= files.run(dirs, opts)
           @unknown ||= files.unknown
         end
+        all_hit &= check_prelude
         verdict(all_hit)
+      end
+
+      # The prelude directories on RUBYLIB (loadout prelude): what this Ruby's processes get there.
+      def check_prelude
+        return true unless RUBY_ENGINE == "ruby"
+
+        PreludeCommand.check(@cli.env["RUBYLIB"]).map do |dir, status, detail|
+          line = case status
+                 when :hit then "#{detail} files for Ruby #{RUBY_VERSION}, each as it was compiled"
+                 when :stale then "#{detail[0]} of #{detail[1]} files changed since `loadout prelude` (Ruby " \
+                                  "compiles them): run it again"
+                 when :no_image then "no image for Ruby #{RUBY_VERSION} (Ruby compiles RubyGems' files): run " \
+                                     "`loadout prelude` with this Ruby"
+                 when :other_shim then "its rubygems.rb is another loadout's: run `loadout prelude` again"
+                 else "its image is not used (#{detail}): run `loadout prelude` again"
+                 end
+          out.puts "prelude:    #{dir} (on RUBYLIB): #{line}"
+          status == :hit
+        end.all?
       end
 
       # The records a boot left (what it loaded, its $LOAD_PATH) name paths where that boot ran. A

@@ -16,6 +16,53 @@ module Loadout
     class PreludeCommand # :nodoc:
       SOURCE = File.expand_path("../prelude", __dir__)
       SHIM = "rubygems.rb"
+      MAGIC = "loadout-prelude-1" # the shim's Loadout::Prelude::MAGIC
+
+      # The name the shim looks for: its Loadout::Prelude::IMAGE.
+      def self.image_name
+        "#{RUBY_ENGINE}-#{RUBY_VERSION}-p#{RUBY_PATCHLEVEL}-#{RUBY_PLATFORM}-#{RUBY_REVISION.to_s[0, 12]}.image"
+      end
+
+      # For `loadout check`: the prelude directories on +rubylib+ (those holding loadout's shim),
+      # each with what a process of this Ruby would get there: [dir, status, detail] where status
+      # is :hit (detail: the image's file count), :stale (detail: [changed, count]), :other_shim
+      # (another loadout's shim: rerun the command), :no_image or :unusable (detail: why).
+      def self.check(rubylib)
+        shim = File.binread(File.join(SOURCE, SHIM))
+        rubylib.to_s.split(File::PATH_SEPARATOR).filter_map do |dir|
+          path = File.join(dir, SHIM)
+          next unless File.file?(path) && (text = File.binread(path)).include?("loadout's prelude")
+          next [dir, :other_shim, nil] unless text == shim
+
+          [dir, *image_status(File.join(dir, image_name))]
+        end
+      end
+
+      # [:hit, count] / [:stale, [changed, count]] / [:no_image, nil] / [:unusable, why]: as the
+      # shim would judge the image at +path+ now (its trust rule, its magic, each file's stat).
+      def self.image_status(path)
+        return [:no_image, nil] unless File.file?(path)
+
+        dir = File.stat(File.dirname(path))
+        file = File.lstat(path)
+        trusted = [dir, file].all? { |s| (s.uid == Process.euid || s.uid.zero?) && (s.mode & 0o022).zero? }
+        return [:unusable, "another user than this one and root can write it, or owns it"] unless trusted
+
+        magic, options, files = Marshal.load(File.binread(path)) # rubocop:disable Security/MarshalLoad
+        return [:unusable, "not an image of this loadout's prelude"] unless magic == MAGIC && files.is_a?(Hash)
+        return [:unusable, "made with other compile options than this Ruby's"] unless
+          options == RubyVM::InstructionSequence.compile_option
+
+        changed = files.count do |file, (size, sec, nsec)|
+          stat = File.stat(file)
+          stat.size != size || stat.mtime.tv_sec != sec || stat.mtime.tv_nsec != nsec
+        rescue SystemCallError
+          true
+        end
+        changed.zero? ? [:hit, files.size] : [:stale, [changed, files.size]]
+      rescue StandardError, TypeError => e
+        [:unusable, "could not be read (#{e.class}: #{e.message})"]
+      end
 
       def initialize(cli, argv)
         @cli = cli
@@ -39,7 +86,7 @@ module Loadout
         end
         dir = File.expand_path(dir || File.join(ctx.config.cache_dir, "prelude"))
         prepare(dir, ctx.config.trust_shared_cache)
-        image = File.join(dir, image_name)
+        image = File.join(dir, self.class.image_name)
         summary = record(image, ctx.config.root, dir)
         install_shim(dir)
         return print_env(dir) if env_only
@@ -52,11 +99,6 @@ module Loadout
 
       def out
         @cli.out
-      end
-
-      # The name the shim looks for: its Loadout::Prelude::IMAGE.
-      def image_name
-        "#{RUBY_ENGINE}-#{RUBY_VERSION}-p#{RUBY_PATCHLEVEL}-#{RUBY_PLATFORM}-#{RUBY_REVISION.to_s[0, 12]}.image"
       end
 
       # Makes +dir+ as loadout makes its cache dirs, and refuses one the shim would not trust.

@@ -29,7 +29,7 @@ end - [File.expand_path(__FILE__)]
 require_relative "../../loadout"
 require_relative "../compile_cache/iseq_build"
 
-magic = "loadout-prelude-1" # the shim's Loadout::Prelude::MAGIC
+magic = "loadout-prelude-1" # the shim's Loadout::Prelude::MAGIC (and CLI::PreludeCommand::MAGIC)
 options = RubyVM::InstructionSequence.compile_option
 racy = Time.now.to_i - 2 # (a file written in the clock tick it was read in: its stat cannot tell)
 files = {}
