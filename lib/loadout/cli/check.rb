@@ -24,8 +24,9 @@ module Loadout
         any boot, or with DIRS / --gemfile, for the files `loadout precompile` selects. The
         load-path index is checked for the app's $LOAD_PATH: the one its last boot recorded in the
         cache, else what `ruby -rbundler/setup` gives with the app's Gemfile (a child process; no
-        app code runs). Exit status: 0 all hit, 2 something will miss, 3 a component cannot tell
-        (this build lacks its check), 1 usage error.
+        app code runs). Each `loadout prelude` directory on RUBYLIB is checked for this Ruby's image.
+        Exit status: 0 all hit, 2 something will miss, 3 a component cannot tell (this build lacks
+        its check), 1 usage error.
       TEXT
       MAX_REASONS = 10
 

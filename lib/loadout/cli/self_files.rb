@@ -6,7 +6,8 @@ module Loadout
     # its compile cache can serve anything, and only the self cache (SelfCache) serves those. A
     # boot writes it at exit when it is missing; precompile writes it when no boot has (the walk
     # form), so the first boot of an image compiles none of loadout's files either. Every file of
-    # loadout's runtime is in it (not the CLI's, Rake's, the Journal's or the prelude's): whichever a boot loads.
+    # loadout's runtime is in it (not the CLI's, Rake's, the Journal's or the prelude's):
+    # whichever a boot loads.
     module SelfFiles # :nodoc:
       LIB = File.expand_path("../..", __dir__)
       LEFT_OUT = %r{\A#{Regexp.escape(LIB)}/loadout/(cli|rake|journal|prelude)[/.]}.freeze
