@@ -143,7 +143,8 @@ CACHES = %w[bootsnap loadout bootsnap_lp loadout_lp bootsnap_cc loadout_cc]
          .to_h { |m| [m, File.join(app, "tmp/cache-#{m}")] }
          .then do |c|
            c.merge("loadout_gc" => c["loadout"], "bootsnap_gc" => c["bootsnap"],
-                   "loadout_prelude" => c["loadout"], "bootsnap_prelude" => c["bootsnap"])
+                   "loadout_prelude" => c["loadout"], "bootsnap_prelude" => c["bootsnap"],
+                   "loadout_prelude_gc" => c["loadout"])
          end.freeze
 GC_ENV = {} # filled before the rounds (see below)
 # The "_prelude" modes boot with `loadout prelude`'s directory on RUBYLIB (made before the rounds),
@@ -165,10 +166,10 @@ def command(mode, bs)
 end
 
 def env_for(mode, bs, dev)
-  tool, layers = mode.split("_")
+  tool, layers, more = mode.split("_")
   env = BASE_ENV.merge("BENCH_MODE" => tool, "BENCH_DEV" => dev ? "1" : "0",
                        "BENCH_LAYERS" => layers && !%w[gc prelude].include?(layers) ? layers : "all")
-  env.merge!(GC_ENV) if layers == "gc"
+  env.merge!(GC_ENV) if layers == "gc" || more == "gc" # ("loadout_prelude_gc": both)
   env["RUBYLIB"] = PRELUDE_DIR if layers == "prelude"
   env["BENCH_CACHE"] = CACHES[mode] if CACHES[mode]
   if tool == "floor" # "floor_learn", "floor_warm", "floor_lp_warm", "floor_cold": the phase rides in the mode
@@ -220,7 +221,7 @@ FLOORS = %w[floor_warm floor_lp_warm floor_cold].freeze
 GC_TUNED = %w[bootsnap_gc_warm loadout_gc_warm].freeze
 # Warm boots with `loadout prelude`'s directory on RUBYLIB (both tools: it serves Ruby's own
 # files before either is loaded).
-PRELUDED = %w[bootsnap_prelude_warm loadout_prelude_warm].freeze
+PRELUDED = %w[bootsnap_prelude_warm loadout_prelude_warm loadout_prelude_gc_warm].freeze
 # Warm scenarios whose cache another phase's touch can leave stale: settled by an untimed boot.
 SETTLED = (LAYERED + GC_TUNED + PRELUDED).freeze
 ALL_SCENARIOS = (%w[plain bootsnap_cold bootsnap_warm bootsnap_ci loadout_cold loadout_warm loadout_ci] +
@@ -297,7 +298,7 @@ end
 boot(app, "floor_learn", bs, opts[:dev]) if SCENARIOS.include?("floor_warm")
 # The settings `loadout gc` prints after a warm boot of this app (a cache of their own, cold then
 # warm; the warm boot's numbers are the ones recorded).
-unless (SCENARIOS & GC_TUNED).empty?
+unless (SCENARIOS & (GC_TUNED + ["loadout_prelude_gc_warm"])).empty?
   require_relative "../lib/loadout/last_boot"
   rec_cache = File.join(app, "tmp/cache-gc-record")
   FileUtils.rm_rf(rec_cache)
@@ -481,7 +482,7 @@ unless GC_ENV.empty? || cpus["loadout_gc_warm"].empty?
            "#{round_ratio.("bootsnap_gc_warm", "bootsnap_warm", cpus)}; loadout with them against loadout without: " \
            "#{round_ratio.("loadout_gc_warm", "loadout_warm", cpus)}."
 end
-unless cpus["loadout_prelude_warm"].empty?
+unless cpus["loadout_prelude_warm"].empty? && cpus["loadout_prelude_gc_warm"].empty?
   lines << ""
   lines << "Prelude (`loadout prelude`'s directory on RUBYLIB: RubyGems' own files served compiled before " \
            "either tool loads). CPU per round against Bootsnap's warm boot without it: loadout with it " \
@@ -489,6 +490,11 @@ unless cpus["loadout_prelude_warm"].empty?
            "#{round_ratio.("bootsnap_prelude_warm", "bootsnap_warm", cpus)}; " \
            "loadout with it against loadout without: " \
            "#{round_ratio.("loadout_prelude_warm", "loadout_warm", cpus)}."
+  unless cpus["loadout_prelude_gc_warm"].empty?
+    lines[-1] += " With the prelude and the GC settings, loadout " \
+                 "#{round_ratio.("loadout_prelude_gc_warm", "bootsnap_warm", cpus)} (with the GC settings alone " \
+                 "#{round_ratio.("loadout_gc_warm", "bootsnap_warm", cpus)})."
+  end
 end
 notes.uniq.each { |n| lines << "- #{n}" }
 unless parallel_rows.empty?
