@@ -72,10 +72,12 @@ class RailsFleetTest < Minitest::Test
   # { "iseq" => { "hits" => 3, ... }, ..., "load_path" => {...} } from a LOADOUT_STATS report.
   def counters(stderr)
     report = stderr[STATS_REPORT] or flunk "no LOADOUT_STATS report:\n#{stderr}"
-    (CACHE_KINDS + ["load_path"]).to_h do |kind|
+    counts = (CACHE_KINDS + ["load_path"]).to_h do |kind|
       line = report[/^  #{kind}: +(.*)$/, 1] or flunk "no #{kind} line:\n#{report}"
       [kind, line.scan(/(\w+)=(\d+)\b/).to_h { |k, v| [k, v.to_i] }]
     end
+    prelude = report[/^  prelude: +(.*)$/, 1] # (only with the prelude on RUBYLIB)
+    counts.merge("prelude" => prelude.to_s.scan(/(\w+)=(\d+)\b/).to_h { |k, v| [k, v.to_i] })
   end
 
   # The boot compiled nothing: every cache lookup was a hit or a revalidation by digest, no
@@ -114,7 +116,8 @@ class RailsFleetTest < Minitest::Test
     bundle_path = env.fetch("BUNDLE_PATH")
     build_stage, final_stage = dockerfile.split(/^FROM base\s*$/)
     runs = build_stage.scan(/^RUN (.*loadout.*)$/).flatten
-    assert_equal 2, runs.size, "the build stage's loadout steps: #{runs}"
+    assert_equal 3, runs.size, "the build stage's loadout steps: #{runs}"
+    prelude_dir = env.fetch("RUBYLIB")
     chown = final_stage[/(chown -R rails:rails [^\n]+)/, 1] or flunk "no chown in the final stage"
     assert_match(/^USER 1000:1000$/, final_stage)
     assert_equal "/rails", workdir
@@ -127,7 +130,10 @@ class RailsFleetTest < Minitest::Test
         runs.each do |step|
           out, err, status = in_namespace(mounts, workdir, step, env: env)
           assert status.success?, "RUN #{step}\n#{out}\n#{err}"
-          assert_includes out, "verdict:    HIT", out if step.include?("loadout check")
+          if step.include?("loadout check")
+            assert_includes out, "verdict:    HIT", out
+            assert_match(%r{^prelude: +#{prelude_dir} \(on RUBYLIB\): \d+ files for Ruby .*as it was compiled$}, out)
+          end
           assert_match(/^loadout precompile: boot `bin\/rails runner 1`/, out) if step.include?("precompile")
         end
         assert_equal 0o700, File.stat(File.join(build, "tmp/cache/loadout")).mode & 0o777
@@ -160,6 +166,8 @@ class RailsFleetTest < Minitest::Test
           assert status.success?, "container #{i}: #{err}"
           got = assert_compiled_nothing(err, warm_counts, "container #{i}'s first boot")
           assert_operator got["iseq"]["hits"] + got["iseq"]["revalidated"], :>, 1000
+          # RubyGems' and Bundler's files, from the prelude the chown gave to the app's user.
+          assert_operator got["prelude"]["served"], :>, 100, err
         end
         CACHE_KINDS.each { |kind| assert_equal 0, warm_counts[kind]["revalidated"], "the boot after: plain hits" }
 
@@ -174,7 +182,8 @@ class RailsFleetTest < Minitest::Test
         assert_equal 1, err.scan(/^loadout: /).size, err
         assert_match(%r{^loadout: cache dir #{workdir}/tmp/cache/loadout is not writable .*; using the cache read-only},
                      err)
-        assert_compiled_nothing(err, warm_counts, "a container reading a root-owned cache")
+        got = assert_compiled_nothing(err, warm_counts, "a container reading a root-owned cache")
+        assert_operator got["prelude"]["served"], :>, 100, err # (root's prelude, readable: trusted)
 
         # The README's target: the cache precompile made with the app at /rails (bundle at
         # /usr/local/bundle), copied into the app at its own path (bundle at the suite's path).
