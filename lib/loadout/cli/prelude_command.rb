@@ -38,15 +38,21 @@ module Loadout
         end
       end
 
+      # The shim's rule for its directory and image (Loadout::Prelude.trusted?): this user's or
+      # root's, and nobody else can write it.
+      def self.trusted?(stat)
+        (stat.uid == Process.euid || stat.uid.zero?) && (stat.mode & 0o022).zero?
+      end
+
       # [:hit, count] / [:stale, [changed, count]] / [:no_image, nil] / [:unusable, why]: as the
       # shim would judge the image at +path+ now (its trust rule, its magic, each file's stat).
       def self.image_status(path)
         return [:no_image, nil] unless File.file?(path)
 
-        dir = File.stat(File.dirname(path))
         file = File.lstat(path)
-        trusted = [dir, file].all? { |s| (s.uid == Process.euid || s.uid.zero?) && (s.mode & 0o022).zero? }
-        return [:unusable, "another user than this one and root can write it, or owns it"] unless trusted
+        unless file.file? && trusted?(file) && trusted?(File.stat(File.dirname(path)))
+          return [:unusable, "another user than this one and root can write it, or owns it"]
+        end
 
         magic, options, files = Marshal.load(File.binread(path)) # rubocop:disable Security/MarshalLoad
         return [:unusable, "not an image of this loadout's prelude"] unless magic == MAGIC && files.is_a?(Hash)
@@ -105,7 +111,7 @@ module Loadout
       def prepare(dir, shared)
         Trust.make_dirs(dir, shared)
         stat = File.stat(dir) # (as the shim checks it: a link to the directory is the user's choice)
-        return if stat.directory? && (stat.uid == Process.euid || stat.uid.zero?) && (stat.mode & 0o022).zero?
+        return if stat.directory? && self.class.trusted?(stat)
 
         raise Error, "prelude: #{dir} is writable by other users or not this user's (uid #{stat.uid}, mode " \
                      "#{format("%o", stat.mode & 0o7777)}): Ruby would run what they put there; fix: chmod go-w " \
