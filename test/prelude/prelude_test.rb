@@ -45,15 +45,21 @@ class PreludeTest < Minitest::Test
     [out, err.sub(/^served=\w+\n/, ""), served == "none" ? nil : served.to_i]
   end
 
-  # An old file beside the app in +tmp+ (a stand-in for an installed gem or Ruby's own lib, not
-  # under the app: the prelude leaves the app's files out), which the app's processes load with
-  # -r: the prelude records it like RubyGems' own files.
-  def installed(tmp, name, source)
-    path = File.join(tmp, "site", name)
-    FileUtils.mkdir_p(File.dirname(path))
-    File.write(path, source)
-    File.utime(Time.now - 3600, Time.now - 3600, path)
-    path
+  # Yields [tmp, app, file, dir]: an old file beside an app (a stand-in for an installed gem or
+  # Ruby's own lib, not under the app: the prelude leaves the app's files out) holding +source+,
+  # and the prelude directory recorded for the app's processes, which load the file with -r: it
+  # is in the image like RubyGems' own files.
+  def with_installed(name, source)
+    with_files([["app/"]]) do |tmp|
+      app = File.join(tmp, "app")
+      path = File.join(tmp, "site", name)
+      FileUtils.mkdir_p(File.dirname(path))
+      File.write(path, source)
+      File.utime(Time.now - 3600, Time.now - 3600, path)
+      dir = File.join(app, "tmp/prelude")
+      record(app, dir, env: { "RUBYOPT" => "-r#{path}" })
+      yield tmp, app, path, dir
+    end
   end
 
   def test_a_start_with_the_prelude_is_the_start_without_it
@@ -102,14 +108,10 @@ class PreludeTest < Minitest::Test
   def test_a_changed_file_is_compiled_by_ruby_and_labels_are_rubys
     skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
 
-    with_files([["app/"]]) do |tmp|
-      app = File.join(tmp, "app")
-      source = <<~RUBY
-        WIDGET = [__FILE__, caller_locations(0, 1)[0].label, [1].map { caller_locations(0, 1)[0].label }, "v1"]
-      RUBY
-      widget = installed(tmp, "widget.rb", source)
-      dir = File.join(app, "tmp/prelude")
-      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+    source = <<~RUBY
+      WIDGET = [__FILE__, caller_locations(0, 1)[0].label, [1].map { caller_locations(0, 1)[0].label }, "v1"]
+    RUBY
+    with_installed("widget.rb", source) do |tmp, _app, widget, dir|
       script = "p WIDGET"
       plain, = start(script, ruby_opts: ["-r#{widget}"])
       out, _, served = start(script, ruby_opts: ["-r#{widget}"], rubylib: dir)
@@ -135,11 +137,7 @@ class PreludeTest < Minitest::Test
   def test_a_compile_cache_set_up_since_has_what_it_passes_on_compiled_by_ruby
     skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
 
-    with_files([["app/"]]) do |tmp|
-      app = File.join(tmp, "app")
-      widget = installed(tmp, "widget.rb", "WIDGET = 1\n")
-      dir = File.join(app, "tmp/prelude")
-      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+    with_installed("widget.rb", "WIDGET = 1\n") do |tmp, app, widget, dir|
       store = File.join(app, "store")
       boot = lambda do
         cc_boot(store: store, roots: [app, tmp], body: "require #{widget.dump}; p WIDGET; warn Loadout::Prelude.served",
@@ -163,11 +161,7 @@ class PreludeTest < Minitest::Test
   def test_check_tells_whether_the_next_process_is_served
     skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
 
-    with_files([["app/"]]) do |tmp|
-      app = File.join(tmp, "app")
-      widget = installed(tmp, "widget.rb", "WIDGET = 1\n")
-      dir = File.join(app, "tmp/prelude")
-      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+    with_installed("widget.rb", "WIDGET = 1\n") do |_tmp, app, widget, dir|
       FileUtils.mkdir_p(File.join(app, "tmp/cache/loadout"))
       Loadout::Store.open(File.join(app, "tmp/cache/loadout/store")) { |s| s.put("x", "y") }
       check = lambda do
@@ -183,7 +177,12 @@ class PreludeTest < Minitest::Test
                    "compiles them): run it again", check.call
       assert_equal served - 1, start("nil", ruby_opts: ["-r#{widget}"], rubylib: dir)[2]
 
-      File.unlink(Dir[File.join(dir, "*.image")].first)
+      image = Dir[File.join(dir, "*.image")].first
+      File.chmod(0o666, image) # (the shim refuses it, with its warning)
+      assert_match(/its image is not used \(another user than this one and root can write it/, check.call)
+      assert_equal 0, start("nil", rubylib: dir)[2]
+
+      File.unlink(image)
       assert_match(/no image for Ruby #{Regexp.escape(RUBY_VERSION)}/, check.call)
       assert_equal 0, start("nil", rubylib: dir)[2]
     end
@@ -192,11 +191,7 @@ class PreludeTest < Minitest::Test
   def test_warnings_under_w_are_rubys_and_other_compile_options_turn_it_off
     skip "the prelude serves CRuby's instruction sequences" unless RUBY_ENGINE == "ruby"
 
-    with_files([["app/"]]) do |tmp|
-      app = File.join(tmp, "app")
-      widget = installed(tmp, "noisy.rb", "def noisy\n  unused = 1\nend\nNOISY = 'a'\n")
-      dir = File.join(app, "tmp/prelude")
-      record(app, dir, env: { "RUBYOPT" => "-r#{widget}" })
+    with_installed("noisy.rb", "def noisy\n  unused = 1\nend\nNOISY = 'a'\n") do |_tmp, _app, widget, dir|
       script = "p NOISY.frozen?"
       _, plain_err, = start(script, ruby_opts: ["-w", "-r#{widget}"])
       _, err, = start(script, ruby_opts: ["-w", "-r#{widget}"], rubylib: dir)
