@@ -17,8 +17,9 @@ require_relative "../rails/support/rails_app"
 # - the GitHub Actions workflow: the app in a git repository; the boot-cache job's `run:` steps
 #   in a `git clone`, the cache saved with tar (what actions/cache stores); eight test workers,
 #   each a fresh `git clone` at its own path with the cache restored from the tar, running their
-#   `run:` steps, then booting at once (the app's own `bin/rails test` is replaced by a boot of
-#   the app whose counters are asserted). The bundle, which `bundler-cache: true` restores into
+#   `run:` steps with the jobs' env (`${{ github.workspace }}` the clone), then booting at once
+#   (the app's own `bin/rails test` is replaced by a boot of the app whose counters are
+#   asserted, the prelude's among them). The bundle, which `bundler-cache: true` restores into
 #   each workspace's vendor/bundle, is hard links of the suite's Rails bundle there.
 #
 # Each asserts that `loadout check` said HIT (exit 0) before the boot, and that the boot then
@@ -222,8 +223,17 @@ class RailsFleetTest < Minitest::Test
     test_runs = test_job["steps"].filter_map { |s| s["run"] }
     assert_equal app_command, test_runs.last
     test_runs = test_runs[0...-1]
-    # GitHub's runners set CI=true; bundler-cache: true installs the bundle into vendor/bundle.
-    job_env = ->(job) { job.fetch("env", {}).transform_values(&:to_s).merge("CI" => "true") }
+    # GitHub's runners set CI=true; bundler-cache: true installs the bundle into vendor/bundle;
+    # ${{ github.workspace }} is the checkout's directory.
+    job_env = lambda do |job, dir|
+      env = job.fetch("env", {}).transform_values { |v| v.to_s.gsub("${{ github.workspace }}", dir) }
+      env.merge("CI" => "true")
+    end
+    assert_equal "${{ github.workspace }}/#{path}/prelude", build_job.dig("env", "RUBYLIB")
+    assert_equal build_job.dig("env", "RUBYLIB"), test_job.dig("env", "RUBYLIB")
+    prelude_step = build_runs.index { |r| r.start_with?("bundle exec loadout prelude") }
+    precompile_step = build_runs.index { |r| r.include?("loadout precompile") }
+    assert prelude_step && precompile_step && prelude_step < precompile_step, "the prelude before the precompile"
 
     with_files do |tmp|
       repo = File.join(tmp, "repo")
@@ -250,7 +260,7 @@ class RailsFleetTest < Minitest::Test
 
       build = checkout.(File.join(tmp, "runner-0/_work/app/app"))
       build_runs.each do |cmd|
-        out, err, status = sh.(build, cmd, job_env.(build_job))
+        out, err, status = sh.(build, cmd, job_env.(build_job, build))
         if cmd.include?("loadout check")
           assert_check_hit(out, err, status, cmd)
         else
@@ -261,32 +271,35 @@ class RailsFleetTest < Minitest::Test
       system("tar", "-C", build, "-cf", archive, path) or flunk("tar -c")
 
       dirs = workers.map { |w| checkout.(File.join(tmp, "runner-#{w}/_work/app-#{w}/app")) }
-      env = job_env.(test_job)
       dirs.each do |dir|
         system("tar", "-C", dir, "-xf", archive) or flunk("tar -x")
         test_runs.each do |cmd|
-          out, err, status = sh.(dir, cmd, env)
+          out, err, status = sh.(dir, cmd, job_env.(test_job, dir))
           assert status.success?, "#{dir}: #{cmd}\n#{out}\n#{err}"
         end
       end
       # What the README says a worker may run after the restore (once here: it costs a second).
-      out, err, status = sh.(dirs.last, "bundle exec loadout check", env)
+      out, err, status = sh.(dirs.last, "bundle exec loadout check", job_env.(test_job, dirs.last))
       assert_check_hit(out, err, status, "loadout check in #{dirs.last}")
+      prelude_dir = job_env.(test_job, dirs.last).fetch("RUBYLIB")
+      assert_match(%r{^prelude: +#{prelude_dir} \(on RUBYLIB\): \d+ files for Ruby .*as it was compiled$}, out)
       # Each `cp -al` moved the ctime of every bundle file (hard links share the inode): a first
       # boot within the racy window after the last one would record stat entries the next boot
       # cannot trust by stat (it revalidates again, by digest). A worker's own tar restore has no
       # such neighbour; here the window is waited out so "the boot after" can be plain hits.
       sleep((Loadout::CompileCache::Freshness::RACY_NS / 1e9) + 0.2)
       boot = "bin/rails runner 1" # in place of the workers' `bin/rails test`: the same boot, counted
-      stats = env.merge("LOADOUT_STATS" => "1")
-      boots = dirs.map { |dir| Thread.new { sh.(dir, boot, stats) } }.map(&:value)
-      warm = sh.(dirs.first, boot, stats)
+      stats = ->(dir) { job_env.(test_job, dir).merge("LOADOUT_STATS" => "1") }
+      boots = dirs.map { |dir| Thread.new { sh.(dir, boot, stats.(dir)) } }.map(&:value)
+      warm = sh.(dirs.first, boot, stats.(dirs.first))
       assert warm[2].success?, warm[1]
       warm_counts = counters(warm[1])
       boots.zip(dirs).each do |(_, err, status), dir|
         assert status.success?, "#{dir}: #{err}"
         got = assert_compiled_nothing(err, warm_counts, "the first boot in #{dir}")
         assert_operator got["iseq"]["revalidated"], :>, 0, "a fresh clone's app files are revalidated by digest"
+        # RubyGems' and Bundler's files, from the prelude restored with the cache.
+        assert_operator got["prelude"]["served"], :>, 100, err
       end
       CACHE_KINDS.each { |kind| assert_equal 0, warm_counts[kind]["revalidated"], "the boot after: plain hits" }
     end
