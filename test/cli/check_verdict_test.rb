@@ -62,6 +62,28 @@ class CheckVerdictTest < Minitest::Test
     end
   end
 
+  test "a cache dir that does not exist yet: check says whether the next boot can make it, as that boot does" do
+    with_generated_app do |app|
+      FileUtils.rm_rf(File.join(app, "tmp/cache")) # the cache dir and its parent: a boot makes both
+      check = loadout(app, "check", status: 2)
+      assert_includes check.stdout, "cache dir:  #{cache_dir(app)}\n"
+      boot_generated!(app)
+      assert File.file?(File.join(cache_dir(app), "store")), "the boot made the cache dir and wrote its store"
+
+      # A user who cannot write the nearest directory that exists: the boot cannot make it either.
+      FileUtils.rm_rf(File.join(app, "tmp/cache"))
+      FileUtils.chmod_R("a+rX", File.dirname(app))
+      env = { "HOME" => File.dirname(app) }
+      check = loadout(app, "check", status: 2, env: env, unprivileged: true)
+      assert_includes check.stdout, "cache dir:  #{cache_dir(app)} (not writable: boots will not update it)\n"
+      assert app_ruby(app, "app.rb", env: env, unprivileged: true).success?
+      refute File.exist?(File.join(app, "tmp/cache")), "that boot made nothing"
+
+      check = loadout(app, "check", status: 2, env: { "LOADOUT_READONLY" => "1" })
+      assert_includes check.stdout, "cache dir:  #{cache_dir(app)} (read-only: boots will not update it)\n"
+    end
+  end
+
   test "the cache moved with the app to another path: check says HIT there, the first boot compiles nothing" do
     with_generated_app do |app|
       loadout(app, "precompile", "--gemfile", "--", RbConfig.ruby, "app.rb", status: 0)

@@ -47,7 +47,10 @@ module Loadout
         missing = dirs.reject { |d| File.directory?(d) }
         raise UsageError.new("check: not a directory: #{missing.join(", ")}", ctx.help) unless missing.empty?
 
-        note = writable?(ctx) ? "" : " (not writable: boots will not update it)"
+        note = if ctx.config.readonly then " (read-only: boots will not update it)"
+               elsif writable?(ctx) then ""
+               else " (not writable: boots will not update it)"
+               end
         out.puts "cache dir:  #{ctx.config.cache_dir}#{note}"
         unless ctx.store_exists?
           out.puts "store:      missing (#{ctx.store_path}): the next boot will miss everything"
@@ -142,9 +145,12 @@ module Loadout
         @cli.out
       end
 
+      # Whether a boot can write the cache dir: a missing one is made by the boot (Trust.cache_dir:
+      # mkdir -p), so what counts is the nearest directory that exists on the way to it.
       def writable?(ctx)
-        dir = File.directory?(ctx.config.cache_dir) ? ctx.config.cache_dir : File.dirname(ctx.config.cache_dir)
-        File.writable?(dir)
+        dir = ctx.config.cache_dir
+        dir = File.dirname(dir) until File.exist?(dir) || File.dirname(dir) == dir
+        File.directory?(dir) && File.writable?(dir)
       end
 
       def check_load_path(store, ctx)
