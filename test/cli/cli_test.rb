@@ -157,6 +157,7 @@ class CLITest < Minitest::Test
       assert_includes run.out, "store:      #{store_path(app)}"
       assert_includes run.out, "live_records=7"
       assert_includes run.out, "garbage_records=2"
+      refute_match(/writable=|pending_writes=/, run.out, "the command's own read-only handle is not the store's state")
       assert_includes run.out, "entries:    7 live"
       assert_includes run.out, "  iseq      4 (v1: 3, v2: 1)"
       assert_includes run.out, "  yaml      1 (v1: 1)"

@@ -49,7 +49,8 @@ module Loadout
 
       def print_store(ctx, store)
         out.puts "store:      #{ctx.store_path} (#{StoreCommands.human(File.size(ctx.store_path))})"
-        store_stats = store.respond_to?(:stats) ? store.stats : {}
+        # (What the file holds; not this command's handle on it: its pending writes, read-only open.)
+        store_stats = store.respond_to?(:stats) ? store.stats.except(:pending_writes, :writable) : {}
         out.puts "records:    #{store_stats.map { |k, v| "#{k}=#{v}" }.join(" ")}" unless store_stats.empty?
         out.puts "entries:    #{store.size} live"
         kinds = Hash.new { |h, k| h[k] = Hash.new(0) }
