@@ -229,9 +229,14 @@ class AppCLITest < Minitest::Test
       assert_includes run.stdout, "loadout bench: `#{RbConfig.ruby} app.rb` in #{app}, 1 boot each"
       rows = ["plain Ruby (LOADOUT_DISABLE=1)", "loadout, cold cache (empty)", "loadout, warm cache",
               "loadout, CI-style cache"]
-      rows.each do |row|
-        assert_match(/^  #{Regexp.escape(row)} +\d+ ms +\d+ ms +\d+\.\d\dx$/, run.stdout)
+      figures = rows.map do |row|
+        line = run.stdout[/^  #{Regexp.escape(row)} +\d+ ms +\d+ ms +\d+\.\d\dx$/] or flunk(run.stdout)
+        [line.index(" ms "), line[/(\d+) ms/, 1].to_f, line[/(\d+\.\d\d)x$/, 1].to_f]
       end
+      assert_equal 1, figures.map(&:first).uniq.size, "one column for every row:\n#{run.stdout}"
+      plain_ms = figures.first[1]
+      # A time ratio (below 1 is faster), as loadout's figures are everywhere else.
+      figures.each { |_, ms, ratio| assert_in_delta ms / plain_ms, ratio, 0.05 * ratio + 0.01, run.stdout }
       refute File.exist?(cache_dir(app)), "the app's own cache dir is not created"
 
       bad = loadout(app, "bench", "--rounds", "1", "--", RbConfig.ruby, "-e", "1", status: 1)

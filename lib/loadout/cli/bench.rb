@@ -198,13 +198,16 @@ module Loadout
         false
       end
 
+      # "vs plain" is a time ratio, as everywhere in loadout's figures: below 1.00x is faster.
       def table(rows)
         plain = median(rows.first[1])
-        out.puts format("  %-32s %10s %10s %9s", "", "median", "fastest", "vs plain")
+        width = rows.map { |label, _| label.size }.max
+        out.puts format("  %-*s %10s %10s %9s", width, "", "median", "fastest", "vs plain")
         rows.each do |label, list|
-          out.puts format("  %-32s %7.0f ms %7.0f ms %8.2fx", label, median(list) * 1000, list.min * 1000,
-                          plain / median(list))
+          out.puts format("  %-*s %7.0f ms %7.0f ms %8.2fx", width, label, median(list) * 1000, list.min * 1000,
+                          median(list) / plain)
         end
+        out.puts "  (vs plain: the median boot's time over plain Ruby's; below 1.00x is faster)"
       end
 
       def median(list)
