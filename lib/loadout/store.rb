@@ -371,7 +371,7 @@ module Loadout
     # Every get comes through here (hot path: see ARCHITECTURE.md).
     def binary(str)
       return str if str.is_a?(@string_class) && @binary_encoding.equal?(str.encoding)
-      raise ArgumentError, "keys and values must be Strings, got #{str.class}" unless str.is_a?(String)
+      raise TypeError, "keys and values must be Strings, got #{str.class}" unless str.is_a?(String)
 
       str.b
     end

@@ -404,7 +404,10 @@ class StoreTest < Minitest::Test
     with_files do |dir|
       err = assert_raises(Loadout::ConfigError) { Loadout::Store.open(File.join(dir, "s"), readonly: "yes") }
       assert_match(/readonly/, err.message)
-      assert_raises(ArgumentError) { Loadout::Store.open(File.join(dir, "s")) { |s| s.put(:sym, "v") } }
+      # A key or value of another class is a TypeError, as Journal#append's payload is.
+      err = assert_raises(TypeError) { Loadout::Store.open(File.join(dir, "s")) { |s| s.put(:sym, "v") } }
+      assert_equal "keys and values must be Strings, got Symbol", err.message
+      assert_raises(TypeError) { Loadout::Store.open(File.join(dir, "s")) { |s| s.get(1) } }
     end
   end
 
