@@ -6,6 +6,7 @@
  *   lp_dirs_fresh(base, dirs, mtimes) -> true when every dir still has its recorded mtime
  *   lp_dir_changed(base, dirs, mtimes, dir) -> whether the deepest recorded dir on the way to
  *                                dir changed
+ *   lp_changed_dirs(load_dirs, dir) -> the LoadDirs for which lp_dir_changed holds, or nil
  * The Ruby twins live in lib/loadout/load_path/ruby_index.rb.
  */
 #include "lp_native.h"
@@ -179,24 +180,18 @@ native_lp_dirs_fresh(VALUE self, VALUE base, VALUE dirs, VALUE mtimes)
 /* Whether a file under +dir+ (relative, "" for +base+ itself) may have appeared since the listing
  * recorded +dirs+ / +mtimes+ (as lp_dirs_fresh takes them): one stat, of the deepest recorded
  * directory on the way to +dir+ (creating a directory changes its parent's mtime). Allocates
- * nothing: a miss asks this of every app directory on $LOAD_PATH. */
-static VALUE
-native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE dir)
+ * nothing. (A miss asks it of every app directory on $LOAD_PATH at once: lp_changed_dirs.) */
+static int
+dir_changed(VALUE base, VALUE dirs, VALUE mtimes, const char *want, long wlen)
 {
-    StringValue(base);
-    StringValue(dirs);
-    StringValue(mtimes);
-    StringValue(dir);
     const char *p = RSTRING_PTR(dirs), *end = p + RSTRING_LEN(dirs);
-    const char *want = RSTRING_PTR(dir);
-    long wlen = RSTRING_LEN(dir);
     long count = RSTRING_LEN(mtimes) / (long)sizeof(int64_t);
     long best = -1, best_len = -1;
     const char *best_name = NULL;
 
     for (long i = 0; i < count && p < end; i++) {
         const char *nul = memchr(p, '\0', (size_t)(end - p));
-        if (!nul) return Qtrue;
+        if (!nul) return 1;
         long n = nul - p;
         /* "" (the root), dir itself, or an ancestor of it ("a" for "a/b") */
         if (n > best_len && (n == 0 || (n <= wlen && memcmp(p, want, (size_t)n) == 0 && (n == wlen || want[n] == '/')))) {
@@ -206,11 +201,11 @@ native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE di
         }
         p = nul + 1;
     }
-    if (best < 0) return Qtrue;
+    if (best < 0) return 1;
 
     char path[4096];
     long blen = RSTRING_LEN(base);
-    if (blen + 1 + best_len + 1 > (long)sizeof(path)) return Qtrue;
+    if (blen + 1 + best_len + 1 > (long)sizeof(path)) return 1;
     memcpy(path, RSTRING_PTR(base), (size_t)blen);
     if (best_len) {
         path[blen] = '/';
@@ -222,8 +217,61 @@ native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE di
     int64_t recorded;
     memcpy(&recorded, RSTRING_PTR(mtimes) + best * (long)sizeof(int64_t), sizeof(recorded));
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return Qtrue;
-    return mtime_ns(&st) != recorded ? Qtrue : Qfalse;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 1;
+    return mtime_ns(&st) != recorded;
+}
+
+static VALUE
+native_lp_dir_changed(VALUE self, VALUE base, VALUE dirs, VALUE mtimes, VALUE dir)
+{
+    StringValue(base);
+    StringValue(dirs);
+    StringValue(mtimes);
+    StringValue(dir);
+    return dir_changed(base, dirs, mtimes, RSTRING_PTR(dir), RSTRING_LEN(dir)) ? Qtrue : Qfalse;
+}
+
+static ID id_iv_base, id_iv_dirs, id_iv_mtimes;
+
+/* The load dirs of +list+ (LoadDir objects: their @base, @dirs and @mtimes) that may have gained
+ * a file under +dir+ since they were listed, as LoadDir#maybe_changed_for? says of each (a dir
+ * listed as missing: whether it exists now); nil when none did. One loop and one stat per dir
+ * for what a miss asks of every app directory on $LOAD_PATH (the Ruby twin:
+ * RubyIndex.changed_dirs). Allocates nothing when nothing changed. */
+static VALUE
+native_lp_changed_dirs(VALUE self, VALUE list, VALUE dir)
+{
+    Check_Type(list, T_ARRAY);
+    StringValue(dir);
+    VALUE out = Qnil;
+    for (long i = 0; i < RARRAY_LEN(list); i++) {
+        VALUE d = RARRAY_AREF(list, i);
+        VALUE base = rb_ivar_get(d, id_iv_base), dirs = rb_ivar_get(d, id_iv_dirs);
+        StringValue(base);
+        int changed;
+        if (NIL_P(dirs) || (StringValue(dirs), RSTRING_LEN(dirs) == 0)) {
+            /* listed as missing (File.directory? in the twin): changed once it exists */
+            char path[4096];
+            long blen = RSTRING_LEN(base);
+            struct stat st;
+            if (blen + 1 > (long)sizeof(path) || memchr(RSTRING_PTR(base), '\0', (size_t)blen)) {
+                changed = 1;
+            } else {
+                memcpy(path, RSTRING_PTR(base), (size_t)blen);
+                path[blen] = '\0';
+                changed = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+            }
+        } else {
+            VALUE mtimes = rb_ivar_get(d, id_iv_mtimes);
+            StringValue(mtimes);
+            changed = dir_changed(base, dirs, mtimes, RSTRING_PTR(dir), RSTRING_LEN(dir));
+        }
+        if (changed) {
+            if (NIL_P(out)) out = rb_ary_new();
+            rb_ary_push(out, d);
+        }
+    }
+    return out;
 }
 
 void
@@ -238,4 +286,8 @@ lo_lp_native_init(VALUE mNative)
     rb_define_module_function(mNative, "lp_table", native_lp_table, 2);
     rb_define_module_function(mNative, "lp_dirs_fresh", native_lp_dirs_fresh, 3);
     rb_define_module_function(mNative, "lp_dir_changed", native_lp_dir_changed, 4);
+    rb_define_module_function(mNative, "lp_changed_dirs", native_lp_changed_dirs, 2);
+    id_iv_base = rb_intern("@base");
+    id_iv_dirs = rb_intern("@dirs");
+    id_iv_mtimes = rb_intern("@mtimes");
 }

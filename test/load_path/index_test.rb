@@ -98,4 +98,43 @@ class LoadPathIndexTest < Minitest::Test
       end
     end
   end
+
+  test "changed dirs (what a miss asks of every app dir): the C and Ruby answers agree" do
+    with_files([["a/b/c.rb", "nil"], ["z/y.rb", "nil"]]) do |dir|
+      mtime = lambda do |path|
+        st = File.stat(path)
+        (st.mtime.to_i * 1_000_000_000) + st.mtime.nsec
+      end
+      load_dir = lambda do |base, dirs|
+        d = LP::LoadDir.new(base, base, :volatile)
+        d.base = base
+        d.dirs = dirs && "#{dirs.join("\0")}\0"
+        d.mtimes = dirs&.map { |rel| mtime.(rel.empty? ? base : "#{base}/#{rel}") }&.pack("q*")
+        d
+      end
+      fresh = load_dir.("#{dir}/a", ["", "b"])
+      root_gained = load_dir.("#{dir}/z", [""])
+      sub_gained = load_dir.("#{dir}/a", ["", "b"])
+      sub_gained.mtimes = [mtime.("#{dir}/a"), 1].pack("q*") # "b" changed since its listing
+      still_missing = load_dir.("#{dir}/none", nil)
+      appeared = load_dir.("#{dir}/later", nil)
+      FileUtils.mkdir_p("#{dir}/later")
+      root_gained.mtimes = [1].pack("q*")
+      list = [fresh, root_gained, sub_gained, still_missing, appeared]
+      expected = {
+        "" => [root_gained, appeared], "b" => [root_gained, sub_gained, appeared],
+        "b/c" => [root_gained, sub_gained, appeared], "q" => [root_gained, appeared]
+      }
+      answers = [TWIN.method(:changed_dirs)]
+      answers << Loadout::Native.method(:lp_changed_dirs) if Loadout::BACKEND == :native
+      answers.each do |answer|
+        expected.each do |sub, dirs|
+          got = answer.call(list, sub)
+          assert_equal dirs.map(&:object_id), got.map(&:object_id), "#{answer.inspect} #{sub.inspect}"
+        end
+        assert_nil answer.call([fresh, still_missing], ""), answer.inspect
+        assert_nil answer.call([], "b"), answer.inspect
+      end
+    end
+  end
 end

@@ -16,6 +16,8 @@ module Loadout
           def lookup(table, feature) = Native.lp_lookup(table, feature)
           def dirs_fresh?(base, dirs, mtimes) = Native.lp_dirs_fresh(base, dirs, mtimes)
           def dir_changed?(base, dirs, mtimes, dir) = Native.lp_dir_changed(base, dirs, mtimes, dir)
+          # The LoadDirs of +load_dirs+ that may have gained a file under +dir+; nil when none.
+          def changed_dirs(load_dirs, dir) = Native.lp_changed_dirs(load_dirs, dir)
           # The hook answers from +table+ (built in +cwd+ when it holds relative items) and calls
           # +state+ back; nil state: plain require.
           # (+snapshot+ is the twin's; the C hook keeps its own, and falls back to Ruby while a
@@ -33,6 +35,7 @@ module Loadout
           def lookup(table, feature) = RubyIndex.lookup(table, feature)
           def dirs_fresh?(base, dirs, mtimes) = RubyIndex.dirs_fresh?(base, dirs, mtimes)
           def dir_changed?(base, dirs, mtimes, dir) = RubyIndex.dir_changed?(base, dirs, mtimes, dir)
+          def changed_dirs(load_dirs, dir) = RubyIndex.changed_dirs(load_dirs, dir)
           def activate(state, table, cwd = nil, snapshot = nil) = RubyHook.activate(state, table, cwd, snapshot)
           def snapshot = RubyHook.snapshot
           def instrument(on) = RubyHook.instrument(on)

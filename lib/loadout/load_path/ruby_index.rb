@@ -111,6 +111,13 @@ module Loadout
           true
         end
 
+        # lp_native.c lp_changed_dirs: the LoadDirs of +load_dirs+ that may have gained a file
+        # under +dir+ since they were listed (LoadDir#maybe_changed_for?); nil when none did.
+        def changed_dirs(load_dirs, dir)
+          changed = load_dirs.select { |d| d.maybe_changed_for?(dir) }
+          changed.empty? ? nil : changed
+        end
+
         private
 
         def answer(table, name)

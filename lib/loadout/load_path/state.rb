@@ -91,8 +91,9 @@ module Loadout
 
         slash = feature.rindex("/")
         sub = slash ? feature[0, slash] : ""
-        changed = @mutex.synchronize { @volatile.select { |d| d.maybe_changed_for?(sub) } }
-        return :miss if changed.empty?
+        sub = "" if sub == "." # (as LoadDir#maybe_changed_for? reads it)
+        changed = @mutex.synchronize { Index.changed_dirs(@volatile, sub) }
+        return :miss unless changed
 
         changed.each(&:forget!)
         __refresh
