@@ -281,6 +281,18 @@ module Loadout
       end
     end
 
+    # Why this file is never written, as [kind, what, fix] (the words of the warning a writer
+    # gets): :foreign, not a store at all (nothing is read from it either), or :newer, a newer
+    # loadout's (what precedes its first newer record is read); nil otherwise.
+    #: () -> [Symbol, String, String]?
+    def problem
+      @mutex.synchronize do
+        if @newer then [:newer, *Problems.newer_version]
+        elsif @foreign then [:foreign, *Problems.foreign]
+        end
+      end
+    end
+
     #: () -> Hash[Symbol, Integer | bool]
     def stats
       @mutex.synchronize do

@@ -84,6 +84,30 @@ class CheckVerdictTest < Minitest::Test
     end
   end
 
+  test "a file at the store's path that is not a store: check says MISS with the fix, as the next boot then does" do
+    with_generated_app do |app|
+      loadout(app, "precompile", "--", RbConfig.ruby, "app.rb", status: 0)
+      store = File.join(cache_dir(app), "store")
+      notes = "somebody's notes, not a store\n" * 40
+      File.write(store, notes)
+      check = loadout(app, "check", status: 2)
+      assert_includes check.stdout, "store:      #{store}: is not a loadout store (no valid record in it); " \
+                                    "boots neither read nor write it"
+      assert_includes check.stdout, "`loadout clean --all`"
+      assert_includes check.stdout, "verdict:    MISS"
+      stats = loadout(app, "stats", status: 0)
+      assert_match(/^problem:    is not a loadout store .*: boots neither read nor write it/, stats.stdout)
+
+      counts, = boot_counts(app)
+      assert_equal 0, counts["iseq"]["hits"], "the boot read nothing"
+      assert_operator counts["iseq"]["misses"], :>, 40
+      assert_equal notes, File.read(store), "nor wrote anything"
+      loadout(app, "clean", "--all", status: 0)
+      boot_generated!(app)
+      assert_includes loadout(app, "check", status: 0).stdout, "verdict:    HIT"
+    end
+  end
+
   test "the cache moved with the app to another path: check says HIT there, the first boot compiles nothing" do
     with_generated_app do |app|
       loadout(app, "precompile", "--gemfile", "--", RbConfig.ruby, "app.rb", status: 0)

@@ -61,7 +61,16 @@ module Loadout
         @unknown = false
         @before = []
         all_hit = true
+        unusable = nil
         ctx.with_store do |store|
+          # (A newer loadout's store is refused when the command opens it: an error, exit 1.)
+          kind, what, fix = store.problem
+          if kind == :foreign # (boots read nothing from it and write nothing to it: each is a cold boot)
+            unusable = true
+            out.puts "store:      #{ctx.store_path}: #{what}; boots neither read nor write it (#{fix}, or " \
+                     "`loadout clean --all`)"
+            next
+          end
           out.puts "store:      #{ctx.store_path} (#{store.size} entries)"
           @moved = Moved.new(LoadedFiles.load(store), ctx.config.root)
           out.puts "  #{@moved.note}" if @moved.note
@@ -69,6 +78,10 @@ module Loadout
           files = CheckFiles.new(out, store, ctx, @before, @moved)
           all_hit &= files.run(dirs, opts)
           @unknown ||= files.unknown
+        end
+        if unusable
+          out.puts "verdict:    MISS (the store is unusable: the next boot will miss everything)"
+          return 2
         end
         all_hit &= check_prelude
         verdict(all_hit)

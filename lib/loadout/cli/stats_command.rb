@@ -52,6 +52,11 @@ module Loadout
         # (What the file holds; not this command's handle on it: its pending writes, read-only open.)
         store_stats = store.respond_to?(:stats) ? store.stats.except(:pending_writes, :writable) : {}
         out.puts "records:    #{store_stats.map { |k, v| "#{k}=#{v}" }.join(" ")}" unless store_stats.empty?
+        # (A newer loadout's store is refused when the command opens it: an error, exit 1.)
+        kind, what, fix = store.respond_to?(:problem) ? store.problem : nil
+        if kind == :foreign
+          out.puts "problem:    #{what}: boots neither read nor write it (#{fix}, or `loadout clean --all`)"
+        end
         out.puts "entries:    #{store.size} live"
         kinds = Hash.new { |h, k| h[k] = Hash.new(0) }
         store.each do |key, *|
