@@ -18,4 +18,5 @@ Init_loadout_ext(void)
     lo_require_native_init(lo_mNative);
     lo_trust_native_init(lo_mNative);
     lo_ibf_native_init(lo_mNative);
+    lo_msgpack_native_init(lo_mNative);
 }

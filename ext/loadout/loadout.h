@@ -30,6 +30,7 @@ void lo_digest_native_init(VALUE mNative);
 void lo_freshness_native_init(VALUE mNative);
 void lo_trust_native_init(VALUE mNative);
 void lo_ibf_native_init(VALUE mNative);
+void lo_msgpack_native_init(VALUE mNative);
 void lo_lp_native_init(VALUE mNative);
 void lo_require_native_init(VALUE mNative);
 

@@ -50,6 +50,9 @@ module Loadout
         def load(codec, bytes, freeze)
           case codec
           when Entry::MSGPACK
+            # The extension reads what the gem wrote (Native.msgpack_load): a warm boot loads no gem.
+            return Native.msgpack_load(bytes, freeze) if BACKEND == :native
+
             (msgpack or raise CodecUnavailable, "msgpack is not available").load(bytes, freeze: freeze)
           when Entry::MARSHAL
             # rubocop:disable Security/MarshalLoad -- our own bytes, CRC-checked as read
