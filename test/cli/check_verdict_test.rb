@@ -73,10 +73,13 @@ class CheckVerdictTest < Minitest::Test
       # A user who cannot write the nearest directory that exists: the boot cannot make it either.
       FileUtils.rm_rf(File.join(app, "tmp/cache"))
       FileUtils.chmod_R("a+rX", File.dirname(app))
+      # (Bundler 4.0 writes this app's lockfile when it sets up: that user may write that file.)
+      FileUtils.chmod("a+w", File.join(app, "Gemfile.lock"))
       env = { "HOME" => File.dirname(app) }
       check = loadout(app, "check", status: 2, env: env, unprivileged: true)
       assert_includes check.stdout, "cache dir:  #{cache_dir(app)} (not writable: boots will not update it)\n"
-      assert app_ruby(app, "app.rb", env: env, unprivileged: true).success?
+      boot = app_ruby(app, "app.rb", env: env, unprivileged: true)
+      assert boot.success?, boot.stderr
       refute File.exist?(File.join(app, "tmp/cache")), "that boot made nothing"
 
       check = loadout(app, "check", status: 2, env: { "LOADOUT_READONLY" => "1" })
