@@ -106,6 +106,30 @@ class MsgpackNativeTest < Minitest::Test
     end
   end
 
+  test "damaged bytes (flipped, dropped, inserted) give a value or ArgumentError / EncodingError, nothing else" do
+    rng = Random.new(28_112_026)
+    base = @codec.dump({ "en" => { "a" => ["x" * 40, 1, 2.5, nil, true, :s], "b" => { "c" => (1..20).to_a } } })
+    outcomes = Hash.new(0)
+    3000.times do
+      bytes = base.b
+      case rng.rand(3)
+      when 0 then bytes.setbyte(rng.rand(bytes.bytesize), rng.rand(256))
+      when 1 then bytes.slice!(rng.rand(bytes.bytesize))
+      else bytes.insert(rng.rand(bytes.bytesize), rng.rand(256).chr)
+      end
+      # (What the caller rescues: the entry is then corrupt and the parser runs. Anything else,
+      # or a crash, fails here.)
+      outcomes[begin
+        native(bytes, rng.rand(2).zero?)
+        :value
+      rescue ArgumentError, EncodingError
+        :refused
+      end] += 1
+    end
+    assert_operator outcomes[:value], :>, 0, outcomes.inspect
+    assert_operator outcomes[:refused], :>, 0, outcomes.inspect
+  end
+
   test "bytes the gem cannot read back raise, never a value: cut short, extra, unknown types" do
     bytes = @codec.dump({ "a" => [1, "two", 3.0, :four], "b" => "x" * 300 })
     (0...bytes.bytesize).each do |n|
