@@ -8,13 +8,15 @@
  * Strings (str: UTF-8, bin: ASCII-8BIT), Arrays, Hashes, and Symbols as extension type 0 (their
  * UTF-8 name). With +freeze+ every String, Array and Hash is frozen (Strings deduplicated, as the
  * gem does). Raises ArgumentError on anything else: another extension type, bytes after the
- * value, a value cut short, nesting deeper than the gem's unpacker allows; the caller
- * then counts the entry as corrupt and lets the parser run.
+ * value, a value cut short, nesting deeper than the gem's unpacker allows (EncodingError for a
+ * Symbol name that is not UTF-8); the caller then counts the entry as corrupt and lets the
+ * parser run.
  *
  * Why not the gem: a warm boot that reads a YAML entry would load it (its Ruby files and its
  * extension) to decode a few maps of strings (figures: CHANGELOG). Entries are still
- * written by the gem (Serializer.dump), whose round trip Fidelity checked when the value was
- * stored; test/compile_cache/msgpack_native_test.rb holds this decoder to the gem's output.
+ * written by the gem (Serializer.dump); the round trip Fidelity checks when a value is stored
+ * goes through this decoder, and test/compile_cache/msgpack_native_test.rb holds it to the gem's
+ * own reading.
  */
 #include "loadout.h"
 
