@@ -150,6 +150,13 @@ class AppRootTest < Minitest::Test
       else
         assert_equal "miss codec_unavailable\n#{SETTINGS.inspect}\n", without.stdout
       end
+      next unless Loadout::BACKEND == :native
+
+      # With the gem at hand, a hit on the native backend still loads none of it into the app. (On
+      # the pure backend the miss above stored the value again, with Marshal.)
+      loaded = spawn_ruby("-e", "#{code}\nputs $LOADED_FEATURES.grep(%r{/msgpack[./]}).size", chdir: app)
+      assert loaded.success?, loaded.stderr
+      assert_equal "hit\n#{SETTINGS.inspect}\n0\n", loaded.stdout.sub(/\Arevalidated\n/, "hit\n")
     end
   end
 end
