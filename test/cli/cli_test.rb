@@ -206,6 +206,13 @@ class CLITest < Minitest::Test
       run = cli("clean", "--kind", "iseq", "--variant", "v1", app: app)
       assert_equal 0, run.status, run.err
       assert_includes run.out, "deleted 2 entries"
+      assert_empty run.err
+      # A variant no entry has (a typo, or cleaned already): still a success, with the names there are.
+      run = cli("clean", "--variant", "v9", app: app)
+      assert_equal 0, run.status, run.err
+      assert_includes run.out, "deleted 0 entries"
+      assert_equal "loadout clean: no entry has variant v9 (the store's: idx, v1, v2; `loadout stats` lists " \
+                   "them by kind)\n", run.err
       with_store(app) { |s| assert_equal %w[cc/i/v2/~/a.rb cc/y/v1/~/a.yml lp/idx/x], s.each.map { |k, _| k }.sort }
       assert_equal 0, cli("clean", "--kind", "yaml", "--kind", "load_path", app: app).status
       with_store(app) { |s| assert_equal %w[cc/i/v2/~/a.rb], s.each.map { |k, _| k } }

@@ -88,11 +88,13 @@ module Loadout
         return missing(ctx) unless ctx.store_exists?
 
         deleted = 0
+        present = {} # variant => true, for the note on a variant no entry has
         ctx.writable!("clean")
         ctx.with_store(write: true) do |store|
           doomed = []
           store.each do |key, *|
             kind, variant = self.class.classify(key)
+            present[variant] = true if variant
             next unless (kinds.empty? || kinds.include?(kind)) && (variants.empty? || variants.include?(variant))
 
             doomed << key
@@ -108,6 +110,13 @@ module Loadout
         File.delete(LastBoot.path_for(ctx.store_path)) if kinds.include?("stats") && variants.empty? &&
                                                           File.exist?(LastBoot.path_for(ctx.store_path))
         out.puts "loadout clean: deleted #{deleted} entries from #{ctx.store_path}"
+        # (A note, not an error: cleaning what is already gone stays a success for scripts.)
+        absent = variants.uniq.reject { |v| present.key?(v) }
+        unless absent.empty?
+          known = present.keys.sort
+          @cli.err.puts "loadout clean: no entry has variant #{absent.join(", ")} (the store's: " \
+               "#{known.empty? ? "none" : known.join(", ")}; `loadout stats` lists them by kind)"
+        end
         0
       end
 
