@@ -82,19 +82,30 @@ class CLITest < Minitest::Test
       assert_usage_error(cli("clean", app: app), "clean: give --all, --kind or --variant")
       assert_usage_error(cli("clean", "--all", "--kind", "iseq", app: app), "clean: --all cannot be combined")
       assert_usage_error(cli("compact", "--cache-dir", app: app), "compact: missing argument: --cache-dir")
+      %w[precompile check].each do |command|
+        assert_usage_error(cli(command, "--exclude", "(", app: app),
+                           "#{command}: invalid argument: --exclude ( (not a regular expression: ")
+      end
     end
   end
 
   test "an unexpected error is one line without a backtrace, unless --debug" do
     with_app do |app|
-      run = cli("precompile", "--exclude", "[", app: app)
+      # (A bug stood in for: what an --exclude argument becomes raises something no rule expects.)
+      selection = Loadout::CLI::FileSelection.singleton_class
+      selection.alias_method(:__real_exclude, :exclude)
+      selection.define_method(:exclude) { |_| raise KeyError, "a bug" }
+      run = cli("precompile", "--exclude", "x", app: app)
       assert_equal 1, run.status
-      assert_includes run.err, "loadout: RegexpError:"
+      assert_includes run.err, "loadout: KeyError: a bug"
       assert_includes run.err, "(run with --debug for the backtrace)"
       refute_match(/\.rb:\d+:in /, run.err)
-      debug = cli("--debug", "precompile", "--exclude", "[", app: app)
+      debug = cli("--debug", "precompile", "--exclude", "x", app: app)
       assert_equal 1, debug.status
       assert_match(/\.rb:\d+:in /, debug.err)
+    ensure
+      selection.alias_method(:exclude, :__real_exclude)
+      selection.remove_method(:__real_exclude)
     end
   end
 

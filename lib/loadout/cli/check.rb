@@ -39,7 +39,9 @@ module Loadout
         opts = { gemfile: false, excludes: [], kinds: FileSelection::KINDS.keys }
         dirs, ctx = @cli.parse(@argv, "check", BANNER) do |o|
           o.on("--gemfile", "also check the bundle's gems (their load path dirs)") { opts[:gemfile] = true }
-          o.on("--exclude REGEX", "skip paths matching REGEX (repeatable)") { |v| opts[:excludes] << Regexp.new(v) }
+          o.on("--exclude REGEX", "skip paths matching REGEX (repeatable)") do |v|
+            opts[:excludes] << FileSelection.exclude(v)
+          end
           FileSelection::KINDS.each_key { |kind| o.on("--no-#{kind}", "skip #{kind} files") { opts[:kinds] -= [kind] } }
         end
         return 0 unless ctx

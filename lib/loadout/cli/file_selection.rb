@@ -30,6 +30,13 @@ module Loadout
         @ignore = (SKIP_DIRS + ignore + bundle_dirs).uniq
       end
 
+      # The Regexp of an --exclude argument; a usage error naming the option when it is not one.
+      def self.exclude(source) #: (String) -> Regexp
+        Regexp.new(source)
+      rescue RegexpError => e
+        raise OptionParser::InvalidArgument.new(source, "(not a regular expression: #{e.message})")
+      end
+
       def self.kind_of(path) #: (String) -> Symbol?
         KINDS.find { |_, exts| exts.any? { |e| path.end_with?(e) } }&.first
       end

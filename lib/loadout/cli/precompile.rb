@@ -62,7 +62,9 @@ module Loadout
 
             opts[:jobs] = n
           end
-          o.on("--exclude REGEX", "skip paths matching REGEX (repeatable)") { |v| opts[:excludes] << Regexp.new(v) }
+          o.on("--exclude REGEX", "skip paths matching REGEX (repeatable)") do |v|
+            opts[:excludes] << FileSelection.exclude(v)
+          end
           KINDS.each_key do |kind|
             o.on("--no-#{kind}", "skip #{kind} files") { opts[:kinds] -= [kind] }
           end
