@@ -91,7 +91,6 @@ module Loadout
 
         slash = feature.rindex("/")
         sub = slash ? feature[0, slash] : ""
-        sub = "" if sub == "." # (as LoadDir#maybe_changed_for? reads it)
         changed = @mutex.synchronize { Index.changed_dirs(@volatile, sub) }
         return :miss unless changed
 
