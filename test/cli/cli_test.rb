@@ -104,6 +104,7 @@ class CLITest < Minitest::Test
       assert_equal 1, debug.status
       assert_match(/\.rb:\d+:in /, debug.err)
     ensure
+      selection.remove_method(:exclude)
       selection.alias_method(:exclude, :__real_exclude)
       selection.remove_method(:__real_exclude)
     end
